@@ -1,0 +1,1 @@
+//! Adapters from algorithm crates to the harness's Family trait.

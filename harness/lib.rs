@@ -1,0 +1,18 @@
+//! parbench's harness: experiment files, sweeps, results, figures, claims and the CLI commands.
+//!
+//! Flow: `config` (serde schema) -> `plan` (validated, expanded) -> `runner` (runs every point
+//! through a [`model::Family`]) -> `results` (tidy rows, Parquet + CSV, meta.json) -> `plot`
+//! and `claims` (which read only stored results) -> `check` (claims + baseline regression).
+
+pub mod check;
+pub mod claims;
+pub mod config;
+pub mod datadir;
+pub mod families;
+pub mod machine;
+pub mod model;
+pub mod plan;
+pub mod plot;
+pub mod results;
+pub mod runner;
+pub mod wmd_cmd;

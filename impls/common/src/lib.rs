@@ -1,0 +1,19 @@
+//! Pieces that more than one parbench algorithm family needs.
+//!
+//! - [`csr`]: a compressed-sparse-row matrix with validation and an explicit transpose.
+//! - [`partition`]: the nnz-balanced split of a CSR (each part finds its start by binary search).
+//! - [`rng`]: a small seeded generator, so every random choice in parbench repeats bit for bit.
+//! - [`par`]: how a kernel is told its parallelism (`Par::Seq` or `Par::Rayon(n)`).
+//! - [`text`]: tokenizing, stop words and a vocabulary, for document and corpus inputs.
+//! - [`embeddings`]: word vectors in word2vec text format.
+
+pub mod csr;
+pub mod embeddings;
+pub mod par;
+pub mod partition;
+pub mod rng;
+pub mod text;
+
+pub use csr::{Csr, CsrError};
+pub use par::Par;
+pub use rng::Rng;

@@ -1,0 +1,1 @@
+//! Tokenizing, stop words and vocabularies (filled in by the text/embeddings work).

@@ -1,0 +1,99 @@
+//! Sinkhorn Word Mover's Distance of one query document against many target documents.
+//!
+//! Follows Tithi & Petrini, "An Efficient Shared-memory Parallel Sinkhorn-Knopp Algorithm to Compute
+//! the Word Mover's Distance" (`../shared/papers/000_*.txt`), whose Python reference is:
+//!
+//! ```text
+//! sel = r > 0;  r = r[sel]                      # v_s entries
+//! M = cdist(vecs[sel], vecs)                    # v_s x V Euclidean distances
+//! x = ones(v_s, N) / v_s
+//! K = exp(-lambda * M);  K_over_r = K / r       # row s divided by r[s]
+//! repeat max_iter times:
+//!     u = 1 / x
+//!     v = c .* (1 / (K^T @ u))                  # V x N, only where c is nonzero
+//!     x = K_over_r @ v                          # v_s x N
+//! u = 1 / x;  v = c .* (1 / (K^T @ u))
+//! wmd = column sums of u .* ((K .* M) @ v)      # N distances
+//! ```
+//!
+//! Every variant implements [`WmdSolver`]; they differ only in how they run the loop:
+//! - [`Dense`]: the paper's baseline, the full dense `V x N` product `K^T @ u`, then masked by `c`.
+//! - [`SparseSddmmSpmm`]: SDDMM at the nonzeros of `c` into a stored sparse `v`, explicit
+//!   transpose, then a separate SpMM.
+//! - [`FusedSddmmSpmm`]: the paper's fused kernels (type 1 in the loop, type 2 for the final step),
+//!   word-major layouts so every access is unit stride; sequential.
+//! - [`FusedSddmmSpmmPar`]: the same kernels with the nonzeros split evenly across threads,
+//!   per-thread accumulators for `x` and a reduction.
+//! - [`DocMajorFused`]: parbench's own extension: the documents are independent, so each thread
+//!   owns whole documents (nnz-balanced) and runs every iteration of one document while its rows
+//!   of `K` sit in L1; no conflicts, no reduction, one pass over `c` in all.
+//!
+//! Convergence: with `tol = None` every variant runs exactly `max_iter` iterations. With a
+//! tolerance, each document stops on its own once the largest relative change of its column of
+//! `x` is at most `tol`, so a document's distance never depends on which other documents share the
+//! batch, and all variants agree.
+
+pub mod dense;
+pub mod distance;
+pub mod doc_major;
+pub mod fused;
+pub mod fused_par;
+pub mod generate;
+pub mod problem;
+pub mod reference;
+pub mod sparse;
+
+pub use dense::Dense;
+pub use doc_major::DocMajorFused;
+pub use fused::FusedSddmmSpmm;
+pub use fused_par::FusedSddmmSpmmPar;
+pub use problem::{
+    Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
+};
+pub use sparse::SparseSddmmSpmm;
+
+pub use parbench_common::Par;
+
+/// One way of computing the Sinkhorn WMD of a query against every target document.
+pub trait WmdSolver: Send + Sync {
+    /// The variant's name as used in experiment files and on the command line (`fused-par`).
+    fn name(&self) -> &'static str;
+
+    /// Computes the N distances. `par` bounds the threads the variant may use (sequential
+    /// variants ignore it); `progress` hears about every iteration and may stop the run early by
+    /// returning [`Control::Stop`]. Inputs are validated by [`WmdProblem::new`], so a solver only
+    /// checks what is specific to it.
+    fn solve(
+        &self,
+        problem: &WmdProblem,
+        params: &SinkhornParams,
+        par: Par,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<WmdOutput, WmdError>;
+
+    /// Whether the variant uses more than one thread when given `Par::Rayon(n)`.
+    fn is_parallel(&self) -> bool {
+        false
+    }
+}
+
+/// Every variant, in the order the tables list them.
+pub fn variants() -> Vec<Box<dyn WmdSolver>> {
+    vec![
+        Box::new(Dense),
+        Box::new(SparseSddmmSpmm),
+        Box::new(FusedSddmmSpmm),
+        Box::new(FusedSddmmSpmmPar),
+        Box::new(DocMajorFused),
+    ]
+}
+
+/// The variant called `name`, if there is one.
+pub fn variant(name: &str) -> Option<Box<dyn WmdSolver>> {
+    variants().into_iter().find(|v| v.name() == name)
+}
+
+/// Names of every variant.
+pub fn variant_names() -> Vec<&'static str> {
+    variants().iter().map(|v| v.name()).collect()
+}
