@@ -177,6 +177,22 @@ pub enum ClaimConfig {
         #[serde(default)]
         at: BTreeMap<String, Value>,
     },
+    /// Parallel scaling of one variant: median(column at `param` = `from`) / median(column at
+    /// `param` = `to`) is at least `at_least`, at every point selected by `at` (the other
+    /// parameters equal). `from`/`to` may be values or "min"/"max".
+    Scaling {
+        name: String,
+        variant: String,
+        #[serde(default = "default_column")]
+        column: String,
+        #[serde(default = "default_scaling_param")]
+        param: String,
+        from: Value,
+        to: Value,
+        at_least: f64,
+        #[serde(default)]
+        at: BTreeMap<String, Value>,
+    },
     /// Phase `phase` takes at least `at_least` (and at most `at_most`) of the variant's summed
     /// phase time, at every point selected by `at`.
     Share {
@@ -192,6 +208,10 @@ pub enum ClaimConfig {
     },
 }
 
+fn default_scaling_param() -> String {
+    "threads".to_string()
+}
+
 fn default_column() -> String {
     "wall_time_s".to_string()
 }
@@ -202,7 +222,411 @@ impl ClaimConfig {
             ClaimConfig::Equivalence { name, .. }
             | ClaimConfig::Ratio { name, .. }
             | ClaimConfig::Slope { name, .. }
+            | ClaimConfig::Scaling { name, .. }
             | ClaimConfig::Share { name, .. } => name,
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading: file -> ExperimentConfig, with errors that name the file, the line and the column.
+// ---------------------------------------------------------------------------------------------
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why an experiment file could not be read into an [`ExperimentConfig`].
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read at all.
+    #[error("{}: cannot read experiment file: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The YAML is malformed or does not match the schema (unknown key, wrong type, missing
+    /// field); `line`/`column` are 1-based when serde_yaml knows them.
+    #[error("{}: {message}", Located { path, line: *line, column: *column })]
+    Parse {
+        path: PathBuf,
+        line: Option<usize>,
+        column: Option<usize>,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// The 1-based line the error points at, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::Read { .. } => None,
+            ConfigError::Parse { line, .. } => *line,
+        }
+    }
+}
+
+/// `path:line:column` (or as much of it as is known), the prefix compilers use, so editors and
+/// terminals can jump to the spot.
+pub struct Located<'a> {
+    pub path: &'a Path,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+}
+
+impl fmt::Display for Located<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads and parses an experiment file; with `quick`, applies its `quick:` overrides (see
+/// [`apply_quick`]). Validation against the family happens later, in [`crate::plan::build`].
+pub fn load(path: &Path, quick: bool) -> Result<ExperimentConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let config = parse_str(&text, path)?;
+    Ok(if quick { apply_quick(config) } else { config })
+}
+
+/// Parses YAML text of an experiment file; `path` only labels the errors.
+pub fn parse_str(text: &str, path: &Path) -> Result<ExperimentConfig, ConfigError> {
+    serde_yaml::from_str(text).map_err(|err| yaml_error(path, &err))
+}
+
+/// Turns a serde_yaml error into a [`ConfigError::Parse`], moving its " at line L column C"
+/// suffix into the structured position so the message reads `file:L:C: what went wrong`.
+fn yaml_error(path: &Path, err: &serde_yaml::Error) -> ConfigError {
+    let location = err.location();
+    let mut message = err.to_string();
+    if let Some(loc) = &location {
+        let suffix = format!(" at line {} column {}", loc.line(), loc.column());
+        if let Some(stripped) = message.strip_suffix(&suffix) {
+            message = stripped.to_string();
+        }
+    }
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        line: location.as_ref().map(|l| l.line()),
+        column: location.as_ref().map(|l| l.column()),
+        message,
+    }
+}
+
+/// Applies the `quick:` overrides: each parameter or sweep key it names replaces that key (a key
+/// moved between `params` and `sweep` leaves the other map, so a quick run never sees the same
+/// key twice); `repetitions`, `warmup` and `variants` are replaced whole. The `quick` section
+/// itself is kept, so the result still records what was overridden.
+pub fn apply_quick(mut config: ExperimentConfig) -> ExperimentConfig {
+    let Some(quick) = config.quick.clone() else {
+        return config;
+    };
+    for (key, value) in quick.params {
+        config.sweep.remove(&key);
+        config.params.insert(key, value);
+    }
+    for (key, values) in quick.sweep {
+        config.params.remove(&key);
+        config.sweep.insert(key, values);
+    }
+    if let Some(repetitions) = quick.repetitions {
+        config.repetitions = repetitions;
+    }
+    if let Some(warmup) = quick.warmup {
+        config.warmup = warmup;
+    }
+    if let Some(variants) = quick.variants {
+        config.variants = variants;
+    }
+    config
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding keys in the YAML text, for errors found after deserialization (which has no spans).
+// ---------------------------------------------------------------------------------------------
+
+/// One step of a path into the YAML document: a mapping key or a list index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// A 1-based (line, column) position in the YAML text.
+pub type Position = (usize, usize);
+
+/// The lines `start..end` that hold the children of a node, and the column children must be
+/// indented past.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    anchor: Option<Position>,
+    anchor_line: usize,
+    start: usize,
+    end: usize,
+    indent: isize,
+}
+
+/// Finds where `path` is written in `text`: the position of the deepest segment that could be
+/// found (so a missing key points at its parent), or `None` if not even the first one was.
+///
+/// This is a line scanner, not a YAML parser: it understands block mappings and lists by their
+/// indentation and falls back to a textual search for flow style (`{a: 1}`, `[x, y]`), which is
+/// all experiment files use. A wrong guess only costs a less precise line in an error message.
+pub fn locate(text: &str, path: &[Seg]) -> Option<Position> {
+    locate_region(&text.lines().collect::<Vec<_>>(), path).anchor
+}
+
+/// Like [`locate`], then looks for `token` as a whole word inside the node found (e.g. a variant
+/// name inside `variants: [a, b]`), falling back to the node's own position.
+pub fn locate_token(text: &str, path: &[Seg], token: &str) -> Option<Position> {
+    let lines: Vec<&str> = text.lines().collect();
+    let region = locate_region(&lines, path);
+    let from = if region.anchor.is_some() {
+        region.anchor_line
+    } else {
+        0
+    };
+    for (i, line) in lines.iter().enumerate().take(region.end).skip(from) {
+        if let Some(col) = find_word(strip_comment(line), token) {
+            return Some((i + 1, col + 1));
+        }
+    }
+    region.anchor
+}
+
+fn locate_region(lines: &[&str], path: &[Seg]) -> Region {
+    let mut region = Region {
+        anchor: None,
+        anchor_line: 0,
+        start: 0,
+        end: lines.len(),
+        indent: -1,
+    };
+    for seg in path {
+        let next = match seg {
+            Seg::Key(key) => find_key(lines, &region, key),
+            Seg::Index(index) => find_item(lines, &region, *index),
+        };
+        match next {
+            Some(found) => region = found,
+            None => break,
+        }
+    }
+    region
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+fn strip_comment(line: &str) -> &str {
+    // A `#` starts a comment at the line start or after whitespace (not inside `a#b`).
+    let bytes = line.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'#' && (i == 0 || bytes[i - 1] == b' ' || bytes[i - 1] == b'\t') {
+            return &line[..i];
+        }
+    }
+    line
+}
+
+fn is_blank(line: &str) -> bool {
+    strip_comment(line).trim().is_empty()
+}
+
+/// Column (0-based) where the content of a line starts once list dashes (`- - key`) are skipped.
+fn content_col(line: &str) -> usize {
+    let mut col = indent_of(line);
+    let bytes = line.as_bytes();
+    while col < bytes.len()
+        && bytes[col] == b'-'
+        && (col + 1 == bytes.len() || bytes[col + 1] == b' ')
+    {
+        col += 1;
+        while col < bytes.len() && bytes[col] == b' ' {
+            col += 1;
+        }
+    }
+    col
+}
+
+fn starts_with_key(content: &str, key: &str) -> bool {
+    [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
+        .iter()
+        .any(|k| {
+            content
+                .strip_prefix(k.as_str())
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+}
+
+/// End (exclusive) of the block that belongs to a node at `line` whose children are indented
+/// past `col` (a list may sit at the key's own indentation, YAML allows it).
+fn block_end(lines: &[&str], line: usize, col: usize, limit: usize) -> usize {
+    for (i, l) in lines.iter().enumerate().take(limit).skip(line + 1) {
+        if is_blank(l) {
+            continue;
+        }
+        let ind = indent_of(l);
+        let dash = l.trim_start().starts_with("- ") || l.trim() == "-";
+        if ind < col || (ind == col && !dash) {
+            return i;
+        }
+    }
+    limit
+}
+
+fn find_key(lines: &[&str], region: &Region, key: &str) -> Option<Region> {
+    let first = if region.anchor.is_some() {
+        region.anchor_line
+    } else {
+        0
+    };
+    // Block style: `key:` as the content of a line (or of the first line of a list item),
+    // indented past the parent.
+    for i in first.max(region.start)..region.end {
+        let line = strip_comment(lines[i]);
+        if is_blank(line) {
+            continue;
+        }
+        let col = content_col(line);
+        if (col as isize) <= region.indent {
+            continue;
+        }
+        // The anchor line itself only counts for a list item (`- key: v`), where the item's
+        // first key shares the dash's line.
+        if region.anchor.is_some()
+            && i == region.anchor_line
+            && region.anchor.map(|a| a.1 - 1) != Some(col)
+        {
+            continue;
+        }
+        if starts_with_key(&line[col..], key) {
+            return Some(Region {
+                anchor: Some((i + 1, col + 1)),
+                anchor_line: i,
+                start: i + 1,
+                end: block_end(lines, i, col, region.end),
+                indent: col as isize,
+            });
+        }
+    }
+    // Flow style: `key:` anywhere in the node's text.
+    for i in first..region.end {
+        let line = strip_comment(lines[i]);
+        let mut from = 0;
+        while let Some(col) = find_word(&line[from..], key).map(|c| c + from) {
+            if line[col + key.len()..].trim_start().starts_with(':') {
+                return Some(Region {
+                    anchor: Some((i + 1, col + 1)),
+                    anchor_line: i,
+                    start: i + 1,
+                    end: i + 1,
+                    indent: col as isize,
+                });
+            }
+            from = col + key.len();
+        }
+    }
+    None
+}
+
+fn find_item(lines: &[&str], region: &Region, index: usize) -> Option<Region> {
+    // Block style: the index-th `- ` line at the shallowest dash indentation in the region.
+    let dash_lines: Vec<usize> = (region.start..region.end)
+        .filter(|&i| {
+            let t = lines[i].trim_start();
+            (t.starts_with("- ") || t == "-") && indent_of(lines[i]) as isize >= region.indent
+        })
+        .collect();
+    if let Some(min_indent) = dash_lines.iter().map(|&i| indent_of(lines[i])).min() {
+        let items: Vec<usize> = dash_lines
+            .into_iter()
+            .filter(|&i| indent_of(lines[i]) == min_indent)
+            .collect();
+        let &line = items.get(index)?;
+        let col = content_col(lines[line]);
+        let end = items.get(index + 1).copied().unwrap_or(region.end);
+        return Some(Region {
+            anchor: Some((line + 1, col + 1)),
+            anchor_line: line,
+            start: line + 1,
+            end,
+            indent: min_indent as isize,
+        });
+    }
+    // Flow style on the anchor line: `[a, b, c]`.
+    let line = strip_comment(lines.get(region.anchor_line)?);
+    let open = line.find('[')?;
+    let mut col = open + 1;
+    for (i, part) in line[open + 1..].split(',').enumerate() {
+        if i == index {
+            let lead = part.len() - part.trim_start().len();
+            return Some(Region {
+                anchor: Some((region.anchor_line + 1, col + lead + 1)),
+                anchor_line: region.anchor_line,
+                start: region.anchor_line + 1,
+                end: region.anchor_line + 1,
+                indent: (col + lead) as isize,
+            });
+        }
+        col += part.len() + 1;
+    }
+    None
+}
+
+/// First 0-based byte column where `word` occurs in `line` not inside a longer identifier.
+fn find_word(line: &str, word: &str) -> Option<usize> {
+    if word.is_empty() {
+        return None;
+    }
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let mut from = 0;
+    while let Some(found) = line[from..].find(word) {
+        let start = from + found;
+        let end = start + word.len();
+        let before_ok = line[..start]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !is_ident(c));
+        let after_ok = line[end..].chars().next().is_none_or(|c| !is_ident(c));
+        if before_ok && after_ok {
+            return Some(start);
+        }
+        from = start + word[..].chars().next().map_or(1, char::len_utf8);
+    }
+    None
+}
+
+/// The order in which sweep keys are written in the file (`sweep:` then new keys of
+/// `quick: sweep:`), which fixes the order of the expanded grid. BTreeMap forgets it, so it is
+/// read again from the text through serde_yaml's order-preserving `Mapping`.
+pub fn sweep_key_order(text: &str) -> Vec<String> {
+    let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+        return Vec::new();
+    };
+    let mut order: Vec<String> = Vec::new();
+    let mut push_keys = |node: Option<&serde_yaml::Value>| {
+        if let Some(serde_yaml::Value::Mapping(map)) = node {
+            for key in map.keys() {
+                if let Some(name) = key.as_str() {
+                    if !order.iter().any(|k| k == name) {
+                        order.push(name.to_string());
+                    }
+                }
+            }
+        }
+    };
+    push_keys(doc.get("sweep"));
+    push_keys(doc.get("quick").and_then(|q| q.get("sweep")));
+    order
 }

@@ -1,1 +1,433 @@
-fn main() {}
+//! `parbench`: run experiments reproducing the papers, plot and check their results, and apply the
+//! algorithms to your own data.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use parbench::runner::{self, ProgressMode};
+use parbench::{check, claims, datadir, families, machine, plan, results, wmd_cmd};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Exit code when a claim or an equivalence check fails.
+const EXIT_CLAIM_FAILED: u8 = 3;
+/// Exit code when `check` finds a performance regression against the baseline.
+const EXIT_REGRESSION: u8 = 4;
+
+#[derive(Parser)]
+#[command(
+    name = "parbench",
+    version,
+    about = "Reproduce and compare parallel ML kernels: Sinkhorn-WMD (and, as they land, FusedMM, word2vec, LDA)",
+    long_about = "parbench runs YAML-described experiments that reproduce the figures and tables of five papers on \
+parallel machine-learning kernels, checks that the variants agree numerically, records tidy results with machine \
+metadata (results/), draws the figures and evaluates the papers' claims.\n\n\
+Quick start:  parbench reproduce --quick     (CI-sized runs of every experiment)\n\
+              parbench list                  (families, variants, experiments)\n\
+              parbench info                  (this machine's bandwidth and FMA limits)"
+)]
+struct Cli {
+    /// Directory of real datasets (default: $PARBENCH_DATA, else ../shared/data if present).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one experiment file: sweep, equivalence, results, figures, claims, summary.
+    Run {
+        /// Experiment file (experiments/<family>/*.yaml).
+        experiment: PathBuf,
+        /// Use the file's `quick` overrides (CI-sized).
+        #[arg(long)]
+        quick: bool,
+        /// Run directory to write (default results/<name>-<timestamp>).
+        #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+        out: Option<PathBuf>,
+        /// Continue an interrupted run in RUN_DIR, skipping points already recorded.
+        #[arg(long, value_name = "RUN_DIR")]
+        resume: Option<PathBuf>,
+        /// Plain progress lines instead of a progress bar.
+        #[arg(long)]
+        no_progress_bar: bool,
+    },
+    /// Run every experiment (of the given families), results under one directory, figures also
+    /// copied to figures/.
+    Reproduce {
+        /// Families to run (default: all).
+        families: Vec<String>,
+        #[arg(long)]
+        quick: bool,
+        /// Directory for the runs (default results/reproduce-<timestamp>).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Where the experiment files are.
+        #[arg(long, value_name = "DIR", default_value = "experiments")]
+        experiments: PathBuf,
+    },
+    /// Redraw the figures of a run (or of every run under a reproduce directory) from stored results.
+    Plot { run_dir: PathBuf },
+    /// Re-evaluate the claims of stored runs and compare them with a baseline; exit 3 on a failed
+    /// claim, 4 on a regression.
+    Check {
+        /// A run directory, or a reproduce directory holding several.
+        run_dir: PathBuf,
+        /// Baseline JSON to compare against (e.g. results/baselines/quick.json).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Write the runs' medians as a new baseline to FILE instead of comparing.
+        #[arg(long, value_name = "FILE")]
+        write_baseline: Option<PathBuf>,
+        /// A variant's time relative to the reference variant may grow by this factor before it
+        /// counts as a regression.
+        #[arg(long, default_value_t = 1.5)]
+        max_slowdown: f64,
+    },
+    /// List families, their variants and parameters, and the experiment files.
+    List {
+        #[arg(long, value_name = "DIR", default_value = "experiments")]
+        experiments: PathBuf,
+    },
+    /// Machine metadata and measured limits: STREAM-triad bandwidth and peak FMA throughput.
+    Info {
+        /// Shorter measurements.
+        #[arg(long)]
+        quick: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sinkhorn WMD of one of your documents against all of them, with your embeddings.
+    Wmd(wmd_cmd::WmdArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn timestamp_dir(prefix: &str) -> PathBuf {
+    let ts = results::now_rfc3339()
+        .replace([':', '-'], "")
+        .replace('T', "-");
+    let ts = ts
+        .trim_end_matches('Z')
+        .split('.')
+        .next()
+        .unwrap_or("run")
+        .to_string();
+    PathBuf::from("results").join(format!("{prefix}-{ts}"))
+}
+
+fn dispatch(cli: Cli) -> Result<ExitCode> {
+    let data_dir = datadir::resolve(cli.data_dir.as_deref());
+    match cli.command {
+        Command::Run {
+            experiment,
+            quick,
+            out,
+            resume,
+            no_progress_bar,
+        } => {
+            let plan = plan::build(&experiment, quick, data_dir.as_deref())?;
+            let (dir, resuming) = match (resume, out) {
+                (Some(r), _) => (r, true),
+                (None, Some(o)) => (o, false),
+                (None, None) => (timestamp_dir(&plan.config.name), false),
+            };
+            let mode = if no_progress_bar {
+                ProgressMode::Lines
+            } else {
+                ProgressMode::Auto
+            };
+            let summary = runner::run(&plan, &dir, resuming, mode)?;
+            print!(
+                "{}",
+                runner::summary_table(&plan.config.name, &summary.rows, &summary.claims)
+            );
+            println!("results: {}", summary.run_dir.display());
+            Ok(if summary.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_CLAIM_FAILED)
+            })
+        }
+        Command::Reproduce {
+            families: wanted,
+            quick,
+            out,
+            experiments,
+        } => reproduce(&wanted, quick, out, &experiments, data_dir.as_deref()),
+        Command::Plot { run_dir } => {
+            for dir in run_dirs(&run_dir)? {
+                let (plan, rows) = load_run(&dir, data_dir.as_deref())?;
+                let figs = runner::draw_figures(&plan, &rows, &dir)?;
+                for f in figs {
+                    println!("{}", f.display());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check {
+            run_dir,
+            baseline,
+            write_baseline,
+            max_slowdown,
+        } => check_runs(
+            &run_dir,
+            baseline.as_deref(),
+            write_baseline.as_deref(),
+            max_slowdown,
+            data_dir.as_deref(),
+        ),
+        Command::List { experiments } => {
+            list(&experiments);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Info { quick, json } => {
+            let info = machine::collect(quick);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&info)?);
+            } else {
+                machine::print_info(&info);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Wmd(args) => {
+            wmd_cmd::run(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Experiment files under `dir`, sorted, grouped by family folder.
+fn experiment_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("reading the experiments directory {}", dir.display()))?;
+    for family in entries {
+        let family = family?.path();
+        if family.is_dir() {
+            for f in std::fs::read_dir(&family)? {
+                let f = f?.path();
+                if f.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                    files.push(f);
+                }
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn reproduce(
+    wanted: &[String],
+    quick: bool,
+    out: Option<PathBuf>,
+    experiments: &Path,
+    data_dir: Option<&Path>,
+) -> Result<ExitCode> {
+    for w in wanted {
+        if families::find(w).is_none() {
+            let names: Vec<&str> = families::registry().iter().map(|f| f.name()).collect();
+            bail!("unknown family {w}; known families: {}", names.join(", "));
+        }
+    }
+    // Validate every plan before running any, so a typo in the last file is found at once.
+    let mut plans = Vec::new();
+    for file in experiment_files(experiments)? {
+        let config = parbench::config::load(&file, quick)?;
+        if !wanted.is_empty() && !wanted.iter().any(|w| *w == config.family) {
+            continue;
+        }
+        if let (parbench::config::DataSource::Dataset, Some(name)) =
+            (config.data.source, config.data.file.as_deref())
+        {
+            if !data_dir.is_some_and(|d| d.join(name).exists()) {
+                eprintln!(
+                    "skipping {}: it needs the dataset {name}, not found in {} (see MANIFEST.md of the data dir; set --data-dir or PARBENCH_DATA)",
+                    config.name,
+                    data_dir.map_or("any data dir".to_string(), |d| d.display().to_string())
+                );
+                continue;
+            }
+        }
+        let plan = plan::build(&file, quick, data_dir)?;
+        if wanted.is_empty() || wanted.iter().any(|w| *w == plan.config.family) {
+            plans.push(plan);
+        }
+    }
+    if plans.is_empty() {
+        bail!("no experiment matched under {}", experiments.display());
+    }
+    let root = out.unwrap_or_else(|| {
+        timestamp_dir(if quick {
+            "reproduce-quick"
+        } else {
+            "reproduce"
+        })
+    });
+    let mut all_passed = true;
+    for (i, plan) in plans.iter().enumerate() {
+        eprintln!(
+            "[{}/{}] {} ({} of {})",
+            i + 1,
+            plans.len(),
+            plan.config.name,
+            plan.config.reproduces,
+            plan.config.paper
+        );
+        let dir = root.join(&plan.config.name);
+        let resuming = dir.join(results::RESULTS_PARQUET).exists();
+        let summary = runner::run(plan, &dir, resuming, ProgressMode::Auto)?;
+        print!(
+            "{}",
+            runner::summary_table(&plan.config.name, &summary.rows, &summary.claims)
+        );
+        all_passed &= summary.passed();
+        let figures_dir = PathBuf::from("figures").join(&plan.config.name);
+        std::fs::create_dir_all(&figures_dir)?;
+        for f in &summary.figures {
+            if let Some(name) = f.file_name() {
+                std::fs::copy(f, figures_dir.join(name))?;
+            }
+        }
+    }
+    println!("results: {}  figures: figures/", root.display());
+    Ok(if all_passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_CLAIM_FAILED)
+    })
+}
+
+/// The run directories under `dir`: itself if it holds a run, else its subdirectories that do.
+fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    if dir.join(results::META_JSON).exists() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let mut dirs = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = e?.path();
+        if p.join(results::META_JSON).exists() {
+            dirs.push(p);
+        }
+    }
+    dirs.sort();
+    if dirs.is_empty() {
+        bail!(
+            "{} holds no run (no meta.json in it or its subdirectories)",
+            dir.display()
+        );
+    }
+    Ok(dirs)
+}
+
+/// The plan stored with a run (its copy of the experiment file) and its rows.
+fn load_run(
+    dir: &Path,
+    data_dir: Option<&Path>,
+) -> Result<(plan::Plan, Vec<parbench::model::ResultRow>)> {
+    let meta = results::read_meta(dir)?;
+    let yaml = dir.join(results::EXPERIMENT_YAML);
+    let plan = plan::build(&yaml, meta.quick, data_dir)
+        .with_context(|| format!("re-reading the experiment stored in {}", dir.display()))?;
+    let rows = results::read_rows(dir)?;
+    Ok((plan, rows))
+}
+
+fn check_runs(
+    run_dir: &Path,
+    baseline: Option<&Path>,
+    write_baseline: Option<&Path>,
+    max_slowdown: f64,
+    data_dir: Option<&Path>,
+) -> Result<ExitCode> {
+    let dirs = run_dirs(run_dir)?;
+    if let Some(path) = write_baseline {
+        let mut all = check::Baseline::default();
+        for dir in &dirs {
+            let (plan, rows) = load_run(dir, data_dir)?;
+            all.merge(check::make_baseline(&rows, &plan.config));
+        }
+        all.save(path)?;
+        println!("baseline written to {}", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let base = match baseline {
+        Some(p) => Some(check::Baseline::load(p)?),
+        None => None,
+    };
+    let (mut claims_ok, mut perf_ok) = (true, true);
+    for dir in &dirs {
+        let (plan, rows) = load_run(dir, data_dir)?;
+        let report = check::check(&rows, &plan.config, base.as_ref(), max_slowdown);
+        println!("== {} ({}) ==", plan.config.name, dir.display());
+        print_claims(&report.claims);
+        for w in &report.warnings {
+            println!("  warning: {w}");
+        }
+        for r in &report.regressions {
+            println!("  REGRESSION: {r}");
+        }
+        claims_ok &= report.claims.iter().all(|c| c.passed);
+        perf_ok &= report.regressions.is_empty();
+    }
+    Ok(if !claims_ok {
+        ExitCode::from(EXIT_CLAIM_FAILED)
+    } else if !perf_ok {
+        ExitCode::from(EXIT_REGRESSION)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_claims(outcomes: &[claims::ClaimOutcome]) {
+    for c in outcomes {
+        println!(
+            "  [{}] {}: {}",
+            if c.passed { "PASS" } else { "FAIL" },
+            c.name,
+            c.detail
+        );
+    }
+}
+
+fn list(experiments: &Path) {
+    for f in families::registry() {
+        println!("family {}", f.name());
+        println!("  variants: {}", f.variants().join(", "));
+        println!("  parameters:");
+        for p in f.params() {
+            println!("    {:<16} {:<8} {}", p.name, p.kind, p.help);
+        }
+        for (file, what) in f.datasets() {
+            println!("  dataset {file}: {what}");
+        }
+    }
+    match experiment_files(experiments) {
+        Ok(files) => {
+            println!("experiments ({}):", experiments.display());
+            for file in files {
+                match parbench::config::load(&file, false) {
+                    Ok(c) => println!(
+                        "  {:<44} {:<10} {} — {}",
+                        file.display(),
+                        c.family,
+                        c.reproduces,
+                        c.description
+                    ),
+                    Err(e) => println!("  {:<44} (invalid: {e})", file.display()),
+                }
+            }
+        }
+        Err(e) => println!("no experiments listed: {e:#}"),
+    }
+}

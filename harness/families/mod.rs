@@ -1,1 +1,20 @@
-//! Adapters from algorithm crates to the harness's Family trait.
+//! Adapters from the algorithm crates to the harness's [`Family`] trait, and the registry.
+
+pub mod mock;
+pub mod sinkhorn;
+
+use crate::model::Family;
+
+/// Every family the harness can run, in the order `parbench list` shows them.
+pub fn registry() -> Vec<Box<dyn Family>> {
+    vec![Box::new(sinkhorn::SinkhornFamily)]
+}
+
+/// The family called `name`: a registered one, or the scripted `mock` family used by tests and by
+/// experiment files that exercise the pipeline itself.
+pub fn find(name: &str) -> Option<Box<dyn Family>> {
+    if name == mock::MockFamily::NAME {
+        return Some(Box::new(mock::MockFamily));
+    }
+    registry().into_iter().find(|f| f.name() == name)
+}

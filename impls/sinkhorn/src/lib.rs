@@ -33,6 +33,7 @@
 //! `x` is at most `tol`, so a document's distance never depends on which other documents share the
 //! batch, and all variants agree.
 
+pub mod corpus;
 pub mod dense;
 pub mod distance;
 pub mod doc_major;

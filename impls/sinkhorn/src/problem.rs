@@ -8,9 +8,17 @@ use thiserror::Error;
 #[derive(Debug, Error, PartialEq)]
 pub enum WmdError {
     #[error("embeddings have {len} values, expected vocabulary {vocab} x dimension {dim}")]
-    EmbeddingShape { len: usize, vocab: usize, dim: usize },
+    EmbeddingShape {
+        len: usize,
+        vocab: usize,
+        dim: usize,
+    },
     #[error("embedding of word {word} has a non-finite value ({value}) in component {component}")]
-    EmbeddingNotFinite { word: usize, component: usize, value: f64 },
+    EmbeddingNotFinite {
+        word: usize,
+        component: usize,
+        value: f64,
+    },
     #[error("the query histogram is empty or sums to zero")]
     EmptyQuery,
     #[error("query word {word} is out of the vocabulary (size {vocab})")]
@@ -26,7 +34,11 @@ pub enum WmdError {
     #[error("target document {doc} is empty (its column sums to {sum})")]
     EmptyDocument { doc: usize, sum: f64 },
     #[error("target document {doc} has a negative weight {weight} for word {word}")]
-    NegativeDocWeight { doc: usize, word: usize, weight: f64 },
+    NegativeDocWeight {
+        doc: usize,
+        word: usize,
+        weight: f64,
+    },
     #[error("there are no target documents")]
     NoDocuments,
     #[error("lambda must be finite and positive, got {0}")]
@@ -67,7 +79,11 @@ impl WmdProblem {
     ) -> Result<WmdProblem, WmdError> {
         let vocab = docs_by_word.nrows();
         if dim == 0 || vecs.len() != vocab * dim {
-            return Err(WmdError::EmbeddingShape { len: vecs.len(), vocab, dim });
+            return Err(WmdError::EmbeddingShape {
+                len: vecs.len(),
+                vocab,
+                dim,
+            });
         }
         if let Some(i) = vecs.iter().position(|v| !v.is_finite()) {
             return Err(WmdError::EmbeddingNotFinite {
@@ -82,10 +98,16 @@ impl WmdProblem {
         query.sort_by_key(|&(w, _)| w);
         for (i, &(w, weight)) in query.iter().enumerate() {
             if w as usize >= vocab {
-                return Err(WmdError::QueryWordOutOfRange { word: w as usize, vocab });
+                return Err(WmdError::QueryWordOutOfRange {
+                    word: w as usize,
+                    vocab,
+                });
             }
             if !(weight.is_finite() && weight > 0.0) {
-                return Err(WmdError::BadQueryWeight { word: w as usize, weight });
+                return Err(WmdError::BadQueryWeight {
+                    word: w as usize,
+                    weight,
+                });
             }
             if i > 0 && query[i - 1].0 == w {
                 return Err(WmdError::DuplicateQueryWord { word: w as usize });
@@ -114,7 +136,13 @@ impl WmdProblem {
             }
         }
         let docs_by_doc = docs_by_word.transpose();
-        Ok(WmdProblem { vecs, dim, query, docs_by_word, docs_by_doc })
+        Ok(WmdProblem {
+            vecs,
+            dim,
+            query,
+            docs_by_word,
+            docs_by_doc,
+        })
     }
 
     /// Vocabulary size V.
@@ -168,7 +196,11 @@ pub struct SinkhornParams {
 
 impl Default for SinkhornParams {
     fn default() -> Self {
-        SinkhornParams { lambda: 1.0, max_iter: 15, tol: None }
+        SinkhornParams {
+            lambda: 1.0,
+            max_iter: 15,
+            tol: None,
+        }
     }
 }
 
@@ -208,7 +240,10 @@ impl PhaseTimes {
     }
     /// Seconds spent in phase `name` (0 if it never ran).
     pub fn get(&self, name: &str) -> f64 {
-        self.0.iter().find(|(n, _)| *n == name).map_or(0.0, |&(_, s)| s)
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0.0, |&(_, s)| s)
     }
     /// Sum over phases.
     pub fn total(&self) -> f64 {

@@ -1,0 +1,171 @@
+//! A scripted family for testing the pipeline (plan, runner, results, plots, claims, check)
+//! without real kernels or real clocks.
+//!
+//! Every number is a pure function of the point: `wall_time_s = size * factor / threads` with
+//! `factor` 1e-3 for `slow` and 1e-5 for `fast` and `wrong`, so `slow` is exactly 100x `fast`
+//! and the time scales as `size^1` and `threads^-1`. Phases split the time 80/20 into
+//! `compute`/`setup`. The output of `slow` and `fast` is the same vector; `wrong` differs by 1e-3
+//! relative, so equivalence checks have something to catch. Nothing sleeps: the "times" are
+//! reported, not measured. Cost: O(min(size, 16)) per run.
+
+use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
+use anyhow::{anyhow, bail};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The scripted family (`family: mock` in an experiment file).
+pub struct MockFamily;
+
+impl MockFamily {
+    pub const NAME: &'static str = "mock";
+    /// `size` when a point does not set it.
+    pub const DEFAULT_SIZE: usize = 1000;
+    /// Length cap of the output vector, enough to exercise element-wise comparison.
+    const OUTPUT_LEN: usize = 16;
+    /// Relative error `wrong` injects into its output.
+    pub const WRONG_REL_ERROR: f64 = 1e-3;
+
+    /// Seconds per unit of `size` at one thread.
+    pub fn factor(variant: &str) -> Option<f64> {
+        match variant {
+            "slow" => Some(1e-3),
+            "fast" | "wrong" => Some(1e-5),
+            _ => None,
+        }
+    }
+}
+
+impl Family for MockFamily {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn variants(&self) -> Vec<&'static str> {
+        vec!["slow", "fast", "wrong"]
+    }
+
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec {
+                name: "size",
+                kind: "integer",
+                help: "problem size; wall time is proportional to it",
+            },
+            ParamSpec {
+                name: "work",
+                kind: "float",
+                help: "accepted and recorded, otherwise unused (tests float parameters)",
+            },
+        ]
+    }
+
+    fn prepare(
+        &self,
+        point: &Params,
+        _dataset: Option<&Path>,
+        _seed: u64,
+    ) -> anyhow::Result<PreparedInput> {
+        Ok(Box::new(point.clone()))
+    }
+
+    fn run(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Params,
+        threads: usize,
+    ) -> anyhow::Result<Measurement> {
+        let factor = Self::factor(variant).ok_or_else(|| {
+            anyhow!("mock family has no variant `{variant}` (valid: slow, fast, wrong)")
+        })?;
+        if threads == 0 {
+            bail!("mock family needs threads >= 1");
+        }
+        // The prepared input is the point itself; prefer it, so a runner that hands the wrong
+        // input to a point is caught by the numbers.
+        let params = input.downcast_ref::<Params>().unwrap_or(point);
+        let size = match params.get("size") {
+            None => Self::DEFAULT_SIZE,
+            Some(v) => v.as_usize().ok_or_else(|| {
+                anyhow!("mock parameter `size` must be a non-negative integer, got {v}")
+            })?,
+        };
+        let wall_time_s = size as f64 * factor / threads as f64;
+        let phases_s = BTreeMap::from([
+            ("compute".to_string(), 0.8 * wall_time_s),
+            ("setup".to_string(), 0.2 * wall_time_s),
+        ]);
+        let metrics = BTreeMap::from([("size".to_string(), size as f64)]);
+        let scale = if variant == "wrong" {
+            1.0 + Self::WRONG_REL_ERROR
+        } else {
+            1.0
+        };
+        let output = (0..size.min(Self::OUTPUT_LEN))
+            .map(|i| (1.0 + i as f64) * scale)
+            .collect();
+        Ok(Measurement {
+            wall_time_s,
+            phases_s,
+            metrics,
+            output,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Value;
+
+    fn point(size: i64) -> Params {
+        Params::from([("size".to_string(), Value::Int(size))])
+    }
+
+    #[test]
+    fn times_follow_the_script() {
+        let family = MockFamily;
+        let p = point(2000);
+        let input = family.prepare(&p, None, 0).unwrap();
+        let slow = family.run("slow", &input, &p, 4).unwrap();
+        let fast = family.run("fast", &input, &p, 4).unwrap();
+        assert!(
+            (slow.wall_time_s - 2000.0 * 1e-3 / 4.0).abs() < 1e-12,
+            "{}",
+            slow.wall_time_s
+        );
+        assert!((slow.wall_time_s / fast.wall_time_s - 100.0).abs() < 1e-9);
+        let phase_sum: f64 = slow.phases_s.values().sum();
+        assert!((phase_sum - slow.wall_time_s).abs() < 1e-12);
+        assert_eq!(slow.metrics["size"], 2000.0);
+    }
+
+    #[test]
+    fn wrong_differs_by_the_injected_error_and_fast_matches_slow() {
+        let family = MockFamily;
+        let p = point(50);
+        let input = family.prepare(&p, None, 0).unwrap();
+        let slow = family.run("slow", &input, &p, 1).unwrap();
+        let fast = family.run("fast", &input, &p, 1).unwrap();
+        let wrong = family.run("wrong", &input, &p, 1).unwrap();
+        assert_eq!(slow.output, fast.output);
+        assert_eq!(slow.output.len(), MockFamily::OUTPUT_LEN);
+        for (w, s) in wrong.output.iter().zip(&slow.output) {
+            let rel = (w - s).abs() / s.abs();
+            assert!(
+                (rel - MockFamily::WRONG_REL_ERROR).abs() < 1e-9,
+                "rel {rel}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_variant_and_zero_threads_are_errors() {
+        let family = MockFamily;
+        let p = point(10);
+        let input = family.prepare(&p, None, 0).unwrap();
+        let err = family.run("medium", &input, &p, 1).unwrap_err().to_string();
+        assert!(err.contains("medium") && err.contains("slow"), "{err}");
+        assert!(family.run("fast", &input, &p, 0).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! Building a problem from tokenized documents and word vectors (in progress).

@@ -1,0 +1,493 @@
+//! The steps every variant shares: the query's distance matrix, the word-major kernel arrays, the
+//! per-document `x`/`u` update with the tolerance rule, the iteration driver, and flop counting.
+//!
+//! Layout: every per-query array is *word-major* ("on-the-fly transpose" in the paper): row `k`
+//! holds the `v_s` values of one vocabulary word, padded with zeros to `stride` (a multiple of
+//! [`LANES`]), so a kernel touching one nonzero `(word, doc)` reads two unit-stride rows of
+//! `stride` values and never a column. `x` and `u` are stored document-major (`N x stride`) for
+//! the same reason. The padding entries of `K` are 0 and those of `u` stay 0, so padded lanes add
+//! exact zeros to every dot product and the results do not depend on the padding.
+//!
+//! Cost of the shared phases for `n_w` selected words and embedding dimension `d`:
+//! - distance: one GEMM, `2 n_w v_s d` flops, plus `n_w d` for the norms;
+//! - precompute: `n_w v_s` exponentials (plus two products each);
+//! - update: `O(v_s)` per active document and iteration.
+
+use crate::problem::{
+    Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdProblem,
+};
+use parbench_common::{Csr, Par};
+use rayon::prelude::*;
+
+/// Width of the fixed-size chunks in the dot products and updates (one AVX2 vector of f64).
+pub const LANES: usize = 4;
+
+/// Words per GEMM block of the distance computation: 256 embeddings of d = 300 are 600 KB, so a
+/// gathered block stays in L2 while the GEMM reads it.
+const DISTANCE_BLOCK: usize = 256;
+
+/// Below this fraction of `|a|^2 + |b|^2`, the GEMM form `|a|^2 + |b|^2 - 2 a.b` has lost too many
+/// digits to cancellation (its absolute error is about `1e-16 (|a|^2 + |b|^2)`), so the squared
+/// distance is recomputed directly. At 1e-4 the GEMM form keeps a relative error below ~1e-12,
+/// enough for the 1e-10 agreement the tests demand; real embeddings almost never come this close
+/// except for identical words, which then get exactly 0.
+const CANCELLATION_RATIO: f64 = 1e-4;
+
+/// `v_s` rounded up to a multiple of [`LANES`].
+pub fn padded_stride(vs: usize) -> usize {
+    vs.div_ceil(LANES) * LANES
+}
+
+/// Dot product of two padded rows; the reduction order is fixed (lane-wise, then a fixed tree), so
+/// every variant that calls it on the same rows gets the same bits.
+#[inline(always)]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    for (ca, cb) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
+        for l in 0..LANES {
+            acc[l] += ca[l] * cb[l];
+        }
+    }
+    (acc[0] + acc[2]) + (acc[1] + acc[3])
+}
+
+/// `y += alpha * x` over padded rows.
+#[inline(always)]
+pub fn axpy(y: &mut [f64], alpha: f64, x: &[f64]) {
+    for (cy, cx) in y.chunks_exact_mut(LANES).zip(x.chunks_exact(LANES)) {
+        for l in 0..LANES {
+            cy[l] += alpha * cx[l];
+        }
+    }
+}
+
+/// The words a variant needs kernel rows for, with the row pointers of `c` restricted to them.
+#[derive(Clone, Debug)]
+pub struct WordSet {
+    /// Selected vocabulary words, increasing.
+    pub words: Vec<u32>,
+    /// `row_ptr[k]..row_ptr[k + 1]` are the nonzeros of `c` in word `words[k]` (indices into
+    /// `c.indices()` / `c.values()`); length `words.len() + 1`.
+    pub row_ptr: Vec<usize>,
+}
+
+impl WordSet {
+    /// Every word of the vocabulary (the dense baseline).
+    pub fn all(c: &Csr) -> WordSet {
+        WordSet { words: (0..c.nrows() as u32).collect(), row_ptr: c.indptr().to_vec() }
+    }
+
+    /// Only the words that occur in at least one target document: rows of `M`, `K` for the other
+    /// words are never read by a sparse variant, so parbench does not compute them.
+    pub fn used(c: &Csr) -> WordSet {
+        let indptr = c.indptr();
+        let mut words = Vec::new();
+        let mut row_ptr = vec![0];
+        for w in 0..c.nrows() {
+            if indptr[w + 1] > indptr[w] {
+                words.push(w as u32);
+                row_ptr.push(indptr[w + 1]);
+            }
+        }
+        WordSet { words, row_ptr }
+    }
+
+    /// `map[word]` = position of `word` in `words`, `u32::MAX` for words not selected.
+    pub fn position_map(&self, vocab: usize) -> Vec<u32> {
+        let mut map = vec![u32::MAX; vocab];
+        for (k, &w) in self.words.iter().enumerate() {
+            map[w as usize] = k as u32;
+        }
+        map
+    }
+}
+
+/// The query's kernel arrays, word-major, for a [`WordSet`].
+#[derive(Clone, Debug)]
+pub struct QueryKernels {
+    /// Query words `v_s`.
+    pub vs: usize,
+    /// Row length of every array (`v_s` padded).
+    pub stride: usize,
+    /// `K^T`: row `k` is `exp(-lambda M[:, words[k]])`.
+    pub kt: Vec<f64>,
+    /// `(K / r)^T`: row `k` is `K[s, words[k]] / r[s]`.
+    pub kr: Vec<f64>,
+    /// `(K .* M)^T`.
+    pub km: Vec<f64>,
+}
+
+impl QueryKernels {
+    #[inline(always)]
+    pub fn kt_row(&self, k: usize) -> &[f64] {
+        &self.kt[k * self.stride..(k + 1) * self.stride]
+    }
+    #[inline(always)]
+    pub fn kr_row(&self, k: usize) -> &[f64] {
+        &self.kr[k * self.stride..(k + 1) * self.stride]
+    }
+    #[inline(always)]
+    pub fn km_row(&self, k: usize) -> &[f64] {
+        &self.km[k * self.stride..(k + 1) * self.stride]
+    }
+}
+
+/// Distances between the query words and `words`, as an `words.len() x stride` word-major matrix
+/// (padding 0). Computed by blocks of [`DISTANCE_BLOCK`] words, each one GEMM
+/// `block x d` times `d x v_s` (a block of consecutive words is read in place, any other block is
+/// gathered first), blocks spread over `par` threads.
+pub fn query_distances(problem: &WmdProblem, words: &[u32], par: Par) -> Vec<f64> {
+    let d = problem.dim();
+    let vs = problem.query().len();
+    let stride = padded_stride(vs);
+    let vecs = problem.vecs();
+    let query_vecs: Vec<f64> =
+        problem.query().iter().flat_map(|&(w, _)| problem.vec(w as usize).iter().copied()).collect();
+    let query_norms: Vec<f64> = query_vecs.chunks_exact(d).map(|q| q.iter().map(|x| x * x).sum()).collect();
+    let mut out = vec![0.0; words.len() * stride];
+
+    let block = |(words, out): (&[u32], &mut [f64])| {
+        let m = words.len();
+        let first = words[0] as usize;
+        let contiguous = words[m - 1] as usize - first + 1 == m;
+        let gathered: Vec<f64>;
+        let lhs: &[f64] = if contiguous {
+            &vecs[first * d..(first + m) * d]
+        } else {
+            gathered = words.iter().flat_map(|&w| problem.vec(w as usize).iter().copied()).collect();
+            &gathered
+        };
+        // SAFETY: dst is `m x vs` inside `out` (m rows of `stride >= vs`), lhs is `m x d`
+        // row-major, rhs is `d x vs` read from the `vs x d` row-major query block; all pointers
+        // are valid for the extents gemm reads and writes, and `out` is exclusively borrowed.
+        unsafe {
+            gemm::gemm(
+                m,
+                vs,
+                d,
+                out.as_mut_ptr(),
+                1,
+                stride as isize,
+                false,
+                lhs.as_ptr(),
+                1,
+                d as isize,
+                query_vecs.as_ptr(),
+                d as isize,
+                1,
+                0.0,
+                -2.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+        for (row, a) in out.chunks_exact_mut(stride).zip(lhs.chunks_exact(d)) {
+            let na: f64 = a.iter().map(|x| x * x).sum();
+            for s in 0..vs {
+                let scale = na + query_norms[s];
+                let d2 = scale + row[s];
+                row[s] = if d2 <= CANCELLATION_RATIO * scale {
+                    direct_distance(a, &query_vecs[s * d..(s + 1) * d])
+                } else {
+                    d2.sqrt()
+                };
+            }
+        }
+    };
+    let blocks = words.chunks(DISTANCE_BLOCK).zip(out.chunks_mut(DISTANCE_BLOCK * stride));
+    if par.degree() > 1 && words.len() > DISTANCE_BLOCK {
+        let blocks: Vec<_> = blocks.collect();
+        par.install(|| blocks.into_par_iter().for_each(block));
+    } else {
+        blocks.for_each(block);
+    }
+    out
+}
+
+/// `||a - b||` summed term by term (no cancellation): exactly 0 for identical vectors.
+pub fn direct_distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt()
+}
+
+/// `K^T`, `(K / r)^T` and `(K .* M)^T` from the word-major distances (in parallel over words).
+pub fn precompute(m: &[f64], query: &[(u32, f64)], lambda: f64, par: Par) -> QueryKernels {
+    let vs = query.len();
+    let stride = padded_stride(vs);
+    let mut kt = vec![0.0; m.len()];
+    let mut kr = vec![0.0; m.len()];
+    let mut km = vec![0.0; m.len()];
+    const ROWS: usize = 1024;
+    let chunk = ROWS * stride;
+    let work = |(((m, kt), kr), km): (((&[f64], &mut [f64]), &mut [f64]), &mut [f64])| {
+        for (((mrow, ktrow), krrow), kmrow) in m
+            .chunks_exact(stride)
+            .zip(kt.chunks_exact_mut(stride))
+            .zip(kr.chunks_exact_mut(stride))
+            .zip(km.chunks_exact_mut(stride))
+        {
+            for s in 0..vs {
+                let k = (-lambda * mrow[s]).exp();
+                ktrow[s] = k;
+                krrow[s] = k / query[s].1;
+                kmrow[s] = k * mrow[s];
+            }
+        }
+    };
+    let chunks = m.chunks(chunk).zip(kt.chunks_mut(chunk)).zip(kr.chunks_mut(chunk)).zip(km.chunks_mut(chunk));
+    if par.degree() > 1 && m.len() > chunk {
+        let chunks: Vec<_> = chunks.collect();
+        par.install(|| chunks.into_par_iter().for_each(work));
+    } else {
+        chunks.for_each(work);
+    }
+    QueryKernels { vs, stride, kt, kr, km }
+}
+
+/// The `distance` and `precompute` phases for a word set, with their flops added to `flops`.
+pub fn prepare(
+    problem: &WmdProblem,
+    params: &SinkhornParams,
+    words: &WordSet,
+    par: Par,
+    phases: &mut PhaseTimes,
+    flops: &mut f64,
+) -> QueryKernels {
+    let vs = problem.query().len();
+    let m = phases.time("distance", || query_distances(problem, &words.words, par));
+    *flops += distance_flops(words.words.len(), vs, problem.dim());
+    let kernels = phases.time("precompute", || precompute(&m, problem.query(), params.lambda, par));
+    *flops += precompute_flops(words.words.len(), vs);
+    kernels
+}
+
+/// Flops of the distance GEMM and the norms.
+pub fn distance_flops(words: usize, vs: usize, dim: usize) -> f64 {
+    (2 * words * vs * dim + 2 * words * dim + 3 * words * vs) as f64
+}
+
+/// Flops of the precompute (an exponential counted as one).
+pub fn precompute_flops(words: usize, vs: usize) -> f64 {
+    (4 * words * vs) as f64
+}
+
+/// Flops of one fused SDDMM + SpMM over `nnz` nonzeros: a dot, a division and an axpy each.
+pub fn sddmm_spmm_flops(nnz: usize, vs: usize) -> f64 {
+    (nnz * (4 * vs + 1)) as f64
+}
+
+/// Flops of the final step over `nnz` nonzeros (two dots, a division, a product) and the sums.
+pub fn final_flops(nnz: usize, vs: usize) -> f64 {
+    (nnz * (4 * vs + 2)) as f64
+}
+
+/// Flops of the `x`/`u` update of `docs` documents (change, copy, reciprocal).
+pub fn update_flops(docs: usize, vs: usize) -> f64 {
+    (docs * 4 * vs) as f64
+}
+
+/// Updates one document after an iteration: checks the new column, measures its change
+/// `max_s |x_new - x| / max_s |x_new|`, then `x = x_new`, `u = 1 / x`. Only the first `vs` entries
+/// are touched, so the padding of `u` stays 0. A zero or non-finite `x` means `exp(-lambda M)`
+/// underflowed somewhere upstream.
+#[inline]
+pub fn update_doc(x: &mut [f64], u: &mut [f64], x_new: &[f64], vs: usize, lambda: f64) -> Result<f64, WmdError> {
+    let mut diff = 0.0f64;
+    let mut scale = 0.0f64;
+    for s in 0..vs {
+        let xn = x_new[s];
+        if !(xn.is_finite() && xn > 0.0) {
+            return Err(WmdError::Underflow { lambda });
+        }
+        diff = diff.max((xn - x[s]).abs());
+        scale = scale.max(xn);
+        x[s] = xn;
+        u[s] = 1.0 / xn;
+    }
+    Ok(diff / scale)
+}
+
+/// The starting point `x = 1 / v_s`, `u = 1 / x` for one document.
+#[inline]
+pub fn init_doc(x: &mut [f64], u: &mut [f64], vs: usize) {
+    for s in 0..vs {
+        x[s] = 1.0 / vs as f64;
+        u[s] = 1.0 / x[s];
+    }
+}
+
+/// `x`, `u` and the scratch `x_new` of every document, document-major (`N x stride`), with the
+/// tolerance bookkeeping.
+#[derive(Clone, Debug)]
+pub struct DocState {
+    pub vs: usize,
+    pub stride: usize,
+    pub x: Vec<f64>,
+    pub u: Vec<f64>,
+    /// Where an iteration accumulates the new `x` of active documents.
+    pub x_new: Vec<f64>,
+    /// Documents still iterating.
+    pub active: Vec<bool>,
+    pub num_active: usize,
+    /// Nonzeros of the active documents (the work of one iteration).
+    pub active_nnz: usize,
+    doc_len: Vec<usize>,
+    tol: Option<f64>,
+    lambda: f64,
+}
+
+impl DocState {
+    pub fn new(problem: &WmdProblem, params: &SinkhornParams) -> DocState {
+        let n = problem.num_docs();
+        let vs = problem.query().len();
+        let stride = padded_stride(vs);
+        let mut x = vec![0.0; n * stride];
+        let mut u = vec![0.0; n * stride];
+        for (x, u) in x.chunks_exact_mut(stride).zip(u.chunks_exact_mut(stride)) {
+            init_doc(x, u, vs);
+        }
+        let doc_len: Vec<usize> = problem.docs_by_doc().indptr().windows(2).map(|w| w[1] - w[0]).collect();
+        DocState {
+            vs,
+            stride,
+            x,
+            u,
+            x_new: vec![0.0; n * stride],
+            active: vec![true; n],
+            num_active: n,
+            active_nnz: problem.nnz(),
+            doc_len,
+            tol: params.tol,
+            lambda: params.lambda,
+        }
+    }
+
+    /// Sets `x_new` of the active documents to 0 (inactive ones are left alone).
+    pub fn clear_new(&mut self) {
+        for (xn, &a) in self.x_new.chunks_exact_mut(self.stride).zip(&self.active) {
+            if a {
+                xn.fill(0.0);
+            }
+        }
+    }
+
+    /// Moves `x_new` into `x` and `u` for every active document and freezes the converged ones.
+    /// Returns the largest change over the documents that ran this iteration.
+    pub fn finish_iteration(&mut self, par: Par) -> Result<f64, WmdError> {
+        let (vs, stride, tol, lambda) = (self.vs, self.stride, self.tol, self.lambda);
+        const DOCS: usize = 256;
+        let work = |((((x, u), xn), active), len): ((((&mut [f64], &mut [f64]), &[f64]), &mut [bool]), &[usize])|
+         -> Result<(f64, usize, usize), WmdError> {
+            let mut max_change = 0.0f64;
+            let (mut still, mut nnz) = (0, 0);
+            for ((((x, u), xn), a), &len) in x
+                .chunks_exact_mut(stride)
+                .zip(u.chunks_exact_mut(stride))
+                .zip(xn.chunks_exact(stride))
+                .zip(active.iter_mut())
+                .zip(len)
+            {
+                if !*a {
+                    continue;
+                }
+                let change = update_doc(x, u, xn, vs, lambda)?;
+                max_change = max_change.max(change);
+                if tol.is_some_and(|t| change <= t) {
+                    *a = false;
+                } else {
+                    still += 1;
+                    nnz += len;
+                }
+            }
+            Ok((max_change, still, nnz))
+        };
+        let chunks = self
+            .x
+            .chunks_mut(DOCS * stride)
+            .zip(self.u.chunks_mut(DOCS * stride))
+            .zip(self.x_new.chunks(DOCS * stride))
+            .zip(self.active.chunks_mut(DOCS))
+            .zip(self.doc_len.chunks(DOCS));
+        let parts: Vec<(f64, usize, usize)> = if par.degree() > 1 && self.active.len() > DOCS {
+            let chunks: Vec<_> = chunks.collect();
+            par.install(|| chunks.into_par_iter().map(work).collect::<Result<_, _>>())?
+        } else {
+            chunks.map(work).collect::<Result<_, _>>()?
+        };
+        self.num_active = parts.iter().map(|p| p.1).sum();
+        self.active_nnz = parts.iter().map(|p| p.2).sum();
+        Ok(parts.iter().fold(0.0, |m, p| m.max(p.0)))
+    }
+}
+
+/// The Sinkhorn loop shared by the variants that sweep all documents once per iteration: `step`
+/// fills `x_new` of the active documents, then the driver updates `x`, `u`, applies the tolerance,
+/// reports, and stops after `max_iter` iterations, when every document has converged, or when the
+/// callback says so. Returns the iterations run. Update flops are added to `flops`; `step`
+/// counts its own.
+pub fn run_loop(
+    params: &SinkhornParams,
+    state: &mut DocState,
+    par: Par,
+    progress: &mut dyn FnMut(&IterationReport) -> Control,
+    flops: &mut f64,
+    mut step: impl FnMut(&mut DocState) -> Result<(), WmdError>,
+) -> Result<usize, WmdError> {
+    let mut iterations = 0;
+    while iterations < params.max_iter && state.num_active > 0 {
+        step(state)?;
+        *flops += update_flops(state.num_active, state.vs);
+        let max_change = state.finish_iteration(par)?;
+        iterations += 1;
+        let report = IterationReport {
+            iteration: iterations,
+            max_iter: params.max_iter,
+            active_docs: state.num_active,
+            max_change,
+        };
+        if progress(&report) == Control::Stop {
+            break;
+        }
+    }
+    Ok(iterations)
+}
+
+/// Rejects a non-finite distance (the final step's own underflow check).
+pub fn check_distances(distances: &[f64], lambda: f64) -> Result<(), WmdError> {
+    if distances.iter().all(|d| d.is_finite()) {
+        Ok(())
+    } else {
+        Err(WmdError::Underflow { lambda })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_dot_and_axpy_ignore_zero_padding() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 0.0, 0.0, 0.0];
+        let b = [2.0, 2.0, 2.0, 2.0, 2.0, 7.0, 7.0, 7.0];
+        assert_eq!(dot(&a, &b), 30.0);
+        let mut y = [1.0; 8];
+        axpy(&mut y, 2.0, &a);
+        assert_eq!(y, [3.0, 5.0, 7.0, 9.0, 11.0, 1.0, 1.0, 1.0]);
+        assert_eq!(padded_stride(19), 20);
+        assert_eq!(padded_stride(1), 4);
+    }
+
+    #[test]
+    fn update_reports_relative_change_and_underflow() {
+        let mut x = vec![0.5, 0.5, 0.0, 0.0];
+        let mut u = vec![2.0, 2.0, 0.0, 0.0];
+        let change = update_doc(&mut x, &mut u, &[0.25, 1.0, 0.0, 0.0], 2, 1.0).unwrap();
+        assert_eq!(change, 0.5);
+        assert_eq!(u, vec![4.0, 1.0, 0.0, 0.0]);
+        assert_eq!(
+            update_doc(&mut x, &mut u, &[0.0, 1.0, 0.0, 0.0], 2, 3.0),
+            Err(WmdError::Underflow { lambda: 3.0 })
+        );
+    }
+}
