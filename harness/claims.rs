@@ -10,6 +10,9 @@
 //! - `slope`: ordinary least squares of ln(median column) on ln(x) over the selected points,
 //!   per variant; the slope must lie in `[min, max]` (1 = linear scaling, -1 = perfect strong
 //!   scaling in threads).
+//! - `scaling`: for one variant, median(column at `param` = `from`) / median(column at
+//!   `param` = `to`) with all other parameters equal (a speedup when `param` is `threads`), at
+//!   least `at_least` for every such pair of points.
 //! - `share`: the median over repetitions of `phase / sum of all phases` lies within bounds.
 //!
 //! `at` keeps rows whose parameter equals a value; `max`/`min` keep the rows at the largest or
@@ -108,6 +111,25 @@ pub fn evaluate(claims: &[ClaimConfig], rows: &[ResultRow]) -> Vec<ClaimOutcome>
                     at,
                     ..
                 } => slope(rows, x, column, variants, *min, *max, at),
+                ClaimConfig::Scaling {
+                    variant,
+                    column,
+                    param,
+                    from,
+                    to,
+                    at_least,
+                    at,
+                    ..
+                } => scaling(
+                    rows,
+                    variant,
+                    column,
+                    param,
+                    (from, to),
+                    Bounds::new(Some(*at_least), None),
+                    at,
+                    &labels,
+                ),
                 ClaimConfig::Share {
                     variant,
                     phase,
@@ -500,6 +522,97 @@ pub fn least_squares_slope(points: &[(f64, f64)]) -> f64 {
         .sum();
     let sxx: f64 = points.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
     sxy / sxx
+}
+
+/// The target of `from`/`to`: a fixed value, or the extreme of `param` among `rows`.
+fn resolve_end(rows: &[&ResultRow], param: &str, end: &Value) -> Option<f64> {
+    let values = rows.iter().filter_map(|r| column(r, param));
+    match end.as_str() {
+        Some("max") => values.reduce(f64::max),
+        Some("min") => values.reduce(f64::min),
+        _ => end.as_f64(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scaling(
+    rows: &[ResultRow],
+    variant: &str,
+    col: &str,
+    param: &str,
+    (from, to): (&Value, &Value),
+    bounds: Bounds,
+    at: &BTreeMap<String, Value>,
+    labels: &PointLabels,
+) -> (bool, String) {
+    let selected = match select(rows, at) {
+        Ok(s) => s,
+        Err(why) => return (false, format!("{variant}: {why} ({})", bounds.required())),
+    };
+    // Groups of points that differ only in `param`.
+    let mut groups: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
+    for &row in selected.iter().filter(|r| r.variant == variant) {
+        let mut others = row.params.clone();
+        others.remove(param);
+        groups
+            .entry(crate::plan::point_key(&others))
+            .or_default()
+            .push(row);
+    }
+    let mut findings = Vec::new();
+    for group in groups.values() {
+        let (Some(x_from), Some(x_to)) = (
+            resolve_end(group, param, from),
+            resolve_end(group, param, to),
+        ) else {
+            continue;
+        };
+        let at_value = |x: f64| -> Vec<&ResultRow> {
+            group
+                .iter()
+                .copied()
+                .filter(|r| column(r, param).is_some_and(|v| nearly_equal(v, x)))
+                .collect()
+        };
+        let (rows_from, rows_to) = (at_value(x_from), at_value(x_to));
+        let med = |rs: &[&ResultRow]| {
+            let vs: Vec<f64> = rs.iter().filter_map(|r| column(r, col)).collect();
+            median(&vs)
+        };
+        let (Some(t_from), Some(t_to)) = (med(&rows_from), med(&rows_to)) else {
+            continue;
+        };
+        let r = t_from / t_to;
+        let others: Vec<String> = labels
+            .varying
+            .iter()
+            .filter(|k| k.as_str() != param)
+            .filter_map(|k| group[0].params.get(k).map(|v| format!("{k}={v}")))
+            .collect();
+        let place = if others.is_empty() {
+            String::new()
+        } else {
+            format!(" at {}", others.join(", "))
+        };
+        findings.push((
+            bounds.holds(r),
+            bounds.margin(r),
+            format!(
+                "{variant}: {col}({param}={x_from}) / {col}({param}={x_to}) = {}x{place}",
+                fmt_num(r)
+            ),
+        ));
+    }
+    if findings.is_empty() {
+        return (
+            false,
+            format!(
+                "no rows of `{variant}` with `{col}` at both {param}={from} and {param}={to} ({})",
+                bounds.required()
+            ),
+        );
+    }
+    summarize(findings, &bounds)
 }
 
 fn share(

@@ -300,12 +300,12 @@ pub fn load(path: &Path, quick: bool) -> Result<ExperimentConfig, ConfigError> {
 
 /// Parses YAML text of an experiment file; `path` only labels the errors.
 pub fn parse_str(text: &str, path: &Path) -> Result<ExperimentConfig, ConfigError> {
-    serde_yaml::from_str(text).map_err(|err| yaml_error(path, &err))
+    serde_yaml::from_str(text).map_err(|err| yaml_error(path, text, &err))
 }
 
 /// Turns a serde_yaml error into a [`ConfigError::Parse`], moving its " at line L column C"
 /// suffix into the structured position so the message reads `file:L:C: what went wrong`.
-fn yaml_error(path: &Path, err: &serde_yaml::Error) -> ConfigError {
+fn yaml_error(path: &Path, text: &str, err: &serde_yaml::Error) -> ConfigError {
     let location = err.location();
     let mut message = err.to_string();
     if let Some(loc) = &location {
@@ -314,12 +314,82 @@ fn yaml_error(path: &Path, err: &serde_yaml::Error) -> ConfigError {
             message = stripped.to_string();
         }
     }
+    // Inside internally tagged enums (claims) serde_yaml only knows where the item starts; the
+    // misspelt key itself is on a later line, found by searching the text from there.
+    let mut position = location.as_ref().map(|l| (l.line(), l.column()));
+    if let (Some((line, _)), Some(unknown)) = (position, unknown_field(&message)) {
+        position = text
+            .lines()
+            .enumerate()
+            .skip(line.saturating_sub(1))
+            .find_map(|(i, l)| {
+                let col = content_col(l);
+                starts_with_key(&l[col..], unknown).then_some((i + 1, col + 1))
+            })
+            .or(position);
+    }
+    message = plain_types(&message);
+    if let Some(suggestion) = did_you_mean(&message) {
+        message.push_str(&format!(" (did you mean `{suggestion}`?)"));
+    }
     ConfigError::Parse {
         path: path.to_path_buf(),
-        line: location.as_ref().map(|l| l.line()),
-        column: location.as_ref().map(|l| l.column()),
+        line: position.map(|p| p.0),
+        column: position.map(|p| p.1),
         message,
     }
+}
+
+/// Rust type names in serde's messages, said the way an experiment file's author thinks of them.
+fn plain_types(message: &str) -> String {
+    [
+        ("expected usize", "expected a non-negative integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected f64", "expected a number"),
+        (
+            "expected a sequence",
+            "expected a list (`[a, b]` or lines starting with `- `)",
+        ),
+    ]
+    .iter()
+    .fold(message.to_string(), |m, (from, to)| m.replace(from, to))
+}
+
+/// For "unknown field `x`, expected one of `a`, `b`": the expected name closest to `x`, when it
+/// is close enough to be a typo (edit distance at most a third of the name, at least 1).
+fn did_you_mean(message: &str) -> Option<String> {
+    let unknown = unknown_field(message)?;
+    let rest = message.split_once("expected one of")?.1;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let limit = (unknown.chars().count() / 3).max(1);
+    expected
+        .into_iter()
+        .map(|name| (edit_distance(unknown, name), name))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, name)| name.to_string())
+}
+
+/// The name in serde's "unknown field `x`" message.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.split("unknown field `").nth(1)?;
+    Some(rest.split_once('`')?.0)
+}
+
+/// Levenshtein distance, O(|a| |b|); names are short.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// Applies the `quick:` overrides: each parameter or sweep key it names replaces that key (a key
@@ -493,7 +563,7 @@ fn find_key(lines: &[&str], region: &Region, key: &str) -> Option<Region> {
     };
     // Block style: `key:` as the content of a line (or of the first line of a list item),
     // indented past the parent.
-    for i in first.max(region.start)..region.end {
+    for i in region.start..region.end {
         let line = strip_comment(lines[i]);
         if is_blank(line) {
             continue;
@@ -521,8 +591,8 @@ fn find_key(lines: &[&str], region: &Region, key: &str) -> Option<Region> {
         }
     }
     // Flow style: `key:` anywhere in the node's text.
-    for i in first..region.end {
-        let line = strip_comment(lines[i]);
+    for (i, raw) in lines.iter().enumerate().take(region.end).skip(first) {
+        let line = strip_comment(raw);
         let mut from = 0;
         while let Some(col) = find_word(&line[from..], key).map(|c| c + from) {
             if line[col + key.len()..].trim_start().starts_with(':') {
@@ -556,10 +626,11 @@ fn find_item(lines: &[&str], region: &Region, index: usize) -> Option<Region> {
         let &line = items.get(index)?;
         let col = content_col(lines[line]);
         let end = items.get(index + 1).copied().unwrap_or(region.end);
+        // The item's first key shares the dash's line, so the item's lines start there.
         return Some(Region {
             anchor: Some((line + 1, col + 1)),
             anchor_line: line,
-            start: line + 1,
+            start: line,
             end,
             indent: min_indent as isize,
         });
@@ -629,4 +700,105 @@ pub fn sweep_key_order(text: &str) -> Vec<String> {
     push_keys(doc.get("sweep"));
     push_keys(doc.get("quick").and_then(|q| q.get("sweep")));
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = "\
+name: demo
+family: mock
+# a comment with params: inside
+params:
+  size: 10
+  work: 1.5
+sweep:
+  threads: [1, 2]
+  size:
+    - 100
+    - 200
+variants: [slow, fast]
+claims:
+  - name: first
+    kind: ratio
+    numerator: slow
+  - kind: slope
+    name: second
+    x: size
+quick:
+  sweep: {size: [5], extra: [1]}
+";
+
+    #[test]
+    fn locates_block_keys_nested_keys_and_list_items() {
+        assert_eq!(locate(DOC, &[Seg::Key("family")]), Some((2, 1)));
+        assert_eq!(
+            locate(DOC, &[Seg::Key("params"), Seg::Key("work")]),
+            Some((6, 3))
+        );
+        assert_eq!(
+            locate(DOC, &[Seg::Key("sweep"), Seg::Key("size")]),
+            Some((9, 3))
+        );
+        let second_x = [Seg::Key("claims"), Seg::Index(1), Seg::Key("x")];
+        assert_eq!(locate(DOC, &second_x), Some((19, 5)));
+        let first_name = [Seg::Key("claims"), Seg::Index(0), Seg::Key("name")];
+        assert_eq!(locate(DOC, &first_name), Some((14, 5)));
+    }
+
+    #[test]
+    fn locates_flow_style_and_tokens() {
+        let quick_size = [Seg::Key("quick"), Seg::Key("sweep"), Seg::Key("size")];
+        assert_eq!(locate(DOC, &quick_size), Some((21, 11)));
+        assert_eq!(
+            locate_token(DOC, &[Seg::Key("variants")], "fast"),
+            Some((12, 18))
+        );
+        assert_eq!(
+            locate_token(DOC, &[Seg::Key("sweep"), Seg::Key("size")], "200"),
+            Some((11, 7))
+        );
+    }
+
+    #[test]
+    fn a_missing_key_points_at_its_parent() {
+        assert_eq!(
+            locate(DOC, &[Seg::Key("params"), Seg::Key("nope")]),
+            Some((4, 1))
+        );
+        assert_eq!(locate(DOC, &[Seg::Key("nope")]), None);
+    }
+
+    #[test]
+    fn typos_get_a_suggestion() {
+        let m = "unknown field `reptitions`, expected one of `name`, `repetitions`, `warmup`";
+        assert_eq!(did_you_mean(m).as_deref(), Some("repetitions"));
+        let m = "unknown field `zzz`, expected one of `name`, `repetitions`";
+        assert_eq!(did_you_mean(m), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn sweep_order_is_the_written_one_then_quick_additions() {
+        assert_eq!(sweep_key_order(DOC), vec!["threads", "size", "extra"]);
+    }
+
+    #[test]
+    fn quick_overrides_key_by_key_and_moves_keys_between_params_and_sweep() {
+        let text = "name: n\npaper: p\nreproduces: r\nfamily: mock\ndata: {source: synthetic}\nvariants: [slow, fast]\nparams: {size: 10, work: 2}\nsweep: {threads: [1, 2, 4]}\nrepetitions: 5\nquick:\n  params: {threads: 1}\n  sweep: {size: [1, 2]}\n  repetitions: 1\n  variants: [fast]\n";
+        let config = parse_str(text, Path::new("q.yaml")).unwrap();
+        let quick = apply_quick(config.clone());
+        assert_eq!(quick.params.get("threads"), Some(&Value::Int(1)));
+        assert!(!quick.sweep.contains_key("threads"));
+        assert_eq!(
+            quick.sweep.get("size"),
+            Some(&vec![Value::Int(1), Value::Int(2)])
+        );
+        assert!(!quick.params.contains_key("size"));
+        assert_eq!(quick.params.get("work"), Some(&Value::Int(2)));
+        assert_eq!(quick.repetitions, 1);
+        assert_eq!(quick.variants, vec!["fast"]);
+        assert_eq!(config.repetitions, 5);
+    }
 }

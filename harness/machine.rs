@@ -508,7 +508,10 @@ mod tests {
             },
         };
         let table = format_info(&info);
-        assert!(table.contains("10.0 GB/s (1 thread), 20.0 GB/s (4 threads)"), "{table}");
+        assert!(
+            table.contains("10.0 GB/s (1 thread), 20.0 GB/s (4 threads)"),
+            "{table}"
+        );
         assert!(table.contains("100.0 GFLOP/s (4 threads)"), "{table}");
         assert!(table.contains("5.0 flop/byte"), "{table}");
     }

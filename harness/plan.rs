@@ -1,1 +1,971 @@
-//! (in progress)
+//! The checked, expanded form of an experiment file: parse, then validate everything that can
+//! be validated without running (family, variants, parameter names and kinds, sweep lists,
+//! figures, claims, dataset files), then expand the sweep grid into points.
+//!
+//! Every problem found is collected and reported together, each as `file:line:column: what is
+//! wrong` followed by how to fix it. serde gives no positions after deserialization, so lines
+//! are found by searching the YAML text for the key ([`crate::config::locate`]).
+//!
+//! Expansion: the Cartesian product of the sweep lists, keys in the order written in the file
+//! (`sweep:` first, then keys only `quick: sweep:` adds), the last key varying fastest; each
+//! point is the fixed `params` plus one combination, with `threads` defaulting to 1. Cost:
+//! O(points x keys).
+
+use crate::config::{
+    self, ClaimConfig, ConfigError, DataSource, ExperimentConfig, Located, Position, Seg,
+};
+use crate::families;
+use crate::model::{Family, ParamSpec, Params, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A validated experiment, ready to run.
+pub struct Plan {
+    /// The configuration, with the `quick` overrides applied when `quick` is set.
+    pub config: ExperimentConfig,
+    /// The experiment file.
+    pub source: PathBuf,
+    /// The file's text, kept so results can store exactly what produced them.
+    pub yaml_text: String,
+    pub family: Box<dyn Family>,
+    /// Every point of the expanded sweep, in run order; `threads` is always present.
+    pub points: Vec<Params>,
+    /// The dataset file resolved in the data dir, for `source: dataset`.
+    pub dataset: Option<PathBuf>,
+    pub quick: bool,
+}
+
+impl fmt::Debug for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Plan")
+            .field("source", &self.source)
+            .field("family", &self.family.name())
+            .field("points", &self.points.len())
+            .field("variants", &self.config.variants)
+            .field("dataset", &self.dataset)
+            .field("quick", &self.quick)
+            .finish()
+    }
+}
+
+impl Plan {
+    /// Timed runs the plan will make (warm-ups excluded).
+    pub fn total_runs(&self) -> usize {
+        self.points.len() * self.config.variants.len() * self.config.repetitions
+    }
+}
+
+/// The `threads` of a point (1 when absent or not a positive integer; plans always set it).
+pub fn threads_of(point: &Params) -> usize {
+    point
+        .get("threads")
+        .and_then(Value::as_usize)
+        .filter(|&t| t >= 1)
+        .unwrap_or(1)
+}
+
+/// A stable text key of a point: `name=value` pairs in name order, comma-separated. Used to
+/// match points across runs (baselines), where point indices may shift.
+pub fn point_key(params: &Params) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// One thing wrong with an experiment file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    /// 1-based position, when the key could be found in the text.
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+/// Why an experiment file cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The file could not be read or parsed.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The file parsed but is inconsistent with the family, the data dir or itself.
+    #[error("{}", render_problems(path, problems))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
+}
+
+fn render_problems(path: &Path, problems: &[Problem]) -> String {
+    let mut out = String::new();
+    for (i, p) in problems.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let at = Located {
+            path,
+            line: p.line,
+            column: p.column,
+        };
+        out.push_str(&format!("{at}: {}", p.message));
+        if let Some(help) = &p.help {
+            out.push_str(&format!("\n  help: {help}"));
+        }
+    }
+    if problems.len() > 1 {
+        out.push_str(&format!(
+            "\n{} problems in {}",
+            problems.len(),
+            path.display()
+        ));
+    }
+    out
+}
+
+/// Reads, validates and expands an experiment file. `data_dir` is where `source: dataset`
+/// files are looked up (the caller resolves `--data-dir` / `PARBENCH_DATA`).
+pub fn build(path: &Path, quick: bool, data_dir: Option<&Path>) -> Result<Plan, PlanError> {
+    let yaml_text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    build_from_str(&yaml_text, path, quick, data_dir)
+}
+
+/// [`build`] on text already read; `path` labels errors and is recorded as the source.
+pub fn build_from_str(
+    yaml_text: &str,
+    path: &Path,
+    quick: bool,
+    data_dir: Option<&Path>,
+) -> Result<Plan, PlanError> {
+    let base = config::parse_str(yaml_text, path)?;
+    let config = if quick {
+        config::apply_quick(base.clone())
+    } else {
+        base.clone()
+    };
+    let family = families::find(&config.family);
+    let mut v = Validator {
+        text: yaml_text,
+        quick,
+        quick_cfg: base.quick.as_ref(),
+        problems: Vec::new(),
+    };
+    v.check(&config, family.as_deref());
+    let dataset = v.check_data(&config, data_dir);
+    // Reading order: by line, problems without a line last.
+    v.problems
+        .sort_by_key(|p| (p.line.is_none(), p.line, p.column));
+    let (Some(family), true) = (family, v.problems.is_empty()) else {
+        return Err(PlanError::Invalid {
+            path: path.to_path_buf(),
+            problems: v.problems,
+        });
+    };
+    let order = config::sweep_key_order(yaml_text);
+    let points = expand(&config.params, &config.sweep, &order);
+    Ok(Plan {
+        config,
+        source: path.to_path_buf(),
+        yaml_text: yaml_text.to_string(),
+        family,
+        points,
+        dataset,
+        quick,
+    })
+}
+
+/// The sweep grid: Cartesian product in `order` (keys not in `order` follow, sorted), the last
+/// key varying fastest, each combination merged into `params`, `threads` defaulting to 1.
+pub fn expand(
+    params: &BTreeMap<String, Value>,
+    sweep: &BTreeMap<String, Vec<Value>>,
+    order: &[String],
+) -> Vec<Params> {
+    let mut keys: Vec<&str> = order
+        .iter()
+        .map(String::as_str)
+        .filter(|k| sweep.contains_key(*k))
+        .collect();
+    for k in sweep.keys() {
+        if !keys.contains(&k.as_str()) {
+            keys.push(k);
+        }
+    }
+    let mut points: Vec<Params> = vec![params.clone()];
+    for key in keys {
+        let values = &sweep[key];
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.insert(key.to_string(), v.clone());
+                    q
+                })
+            })
+            .collect();
+    }
+    for p in &mut points {
+        p.entry("threads".to_string()).or_insert(Value::Int(1));
+    }
+    points
+}
+
+/// Columns every result has, besides parameters, `phase_<name>_s` and `metric_<name>`.
+const FIXED_COLUMNS: &[&str] = &["wall_time_s", "equiv_rel_error"];
+
+fn is_result_column(name: &str) -> bool {
+    FIXED_COLUMNS.contains(&name)
+        || (name.starts_with("phase_") && name.ends_with("_s") && name.len() > "phase__s".len())
+        || (name.starts_with("metric_") && name.len() > "metric_".len())
+}
+
+fn kind_matches(kind: &str, value: &Value) -> bool {
+    matches!(
+        (kind, value),
+        ("integer", Value::Int(_))
+            | ("float", Value::Int(_) | Value::Float(_))
+            | ("string", Value::Str(_))
+            | ("boolean", Value::Bool(_))
+    )
+}
+
+fn list(names: &[&str]) -> String {
+    names.join(", ")
+}
+
+/// `(at_least, at_most)` of a claim.
+type BoundPair = (Option<f64>, Option<f64>);
+
+struct Validator<'a> {
+    text: &'a str,
+    quick: bool,
+    quick_cfg: Option<&'a config::QuickConfig>,
+    problems: Vec<Problem>,
+}
+
+/// Where a value of the merged config came from, for locating it in the text.
+fn top<'s>(key: &'s str) -> Vec<Seg<'s>> {
+    vec![Seg::Key(key)]
+}
+
+impl<'a> Validator<'a> {
+    fn push(&mut self, at: Option<Position>, message: String, help: Option<String>) {
+        self.problems.push(Problem {
+            line: at.map(|p| p.0),
+            column: at.map(|p| p.1),
+            message,
+            help,
+        });
+    }
+
+    fn at(&self, path: &[Seg]) -> Option<Position> {
+        config::locate(self.text, path)
+    }
+
+    fn at_token(&self, path: &[Seg], token: &str) -> Option<Position> {
+        config::locate_token(self.text, path, token)
+    }
+
+    /// Path of a `params`/`sweep` key of the merged config: inside `quick:` when the quick
+    /// override supplied it.
+    fn merged_path<'k>(&self, section: &'k str, key: &'k str) -> Vec<Seg<'k>> {
+        let from_quick = self.quick
+            && self.quick_cfg.is_some_and(|q| match section {
+                "params" => q.params.contains_key(key),
+                _ => q.sweep.contains_key(key),
+            });
+        if from_quick {
+            vec![Seg::Key("quick"), Seg::Key(section), Seg::Key(key)]
+        } else {
+            vec![Seg::Key(section), Seg::Key(key)]
+        }
+    }
+
+    fn variants_path(&self) -> Vec<Seg<'static>> {
+        if self.quick && self.quick_cfg.is_some_and(|q| q.variants.is_some()) {
+            vec![Seg::Key("quick"), Seg::Key("variants")]
+        } else {
+            top("variants")
+        }
+    }
+
+    fn check(&mut self, config: &ExperimentConfig, family: Option<&dyn Family>) {
+        let family_names: Vec<&str> = families::registry()
+            .iter()
+            .map(|f| f.name())
+            .chain([families::mock::MockFamily::NAME])
+            .collect();
+        if family.is_none() {
+            let at = self.at(&top("family"));
+            self.push(
+                at,
+                format!("unknown family `{}`", config.family),
+                Some(format!("valid families: {}", list(&family_names))),
+            );
+        }
+        let specs: Option<Vec<ParamSpec>> = family.map(|f| f.params());
+        let family_variants: Option<Vec<&str>> = family.map(|f| f.variants());
+        let variants: Vec<&str> = config.variants.iter().map(String::as_str).collect();
+
+        self.check_variants(
+            &config.variants,
+            &self.variants_path(),
+            family_variants.as_deref(),
+        );
+        if !self.quick {
+            if let Some(qv) = self.quick_cfg.and_then(|q| q.variants.as_ref()) {
+                let path = vec![Seg::Key("quick"), Seg::Key("variants")];
+                self.check_variants(qv, &path, family_variants.as_deref());
+            }
+        }
+
+        let param_names: Option<Vec<&str>> = specs.as_ref().map(|s| {
+            std::iter::once("threads")
+                .chain(s.iter().map(|p| p.name))
+                .collect()
+        });
+        for (key, value) in &config.params {
+            let path = self.merged_path("params", key);
+            self.check_param(key, std::slice::from_ref(value), &path, specs.as_deref());
+        }
+        for (key, values) in &config.sweep {
+            let path = self.merged_path("sweep", key);
+            if values.is_empty() {
+                let at = self.at(&path);
+                self.push(
+                    at,
+                    format!("sweep list `{key}` is empty, so the experiment has no points"),
+                    Some(format!(
+                        "give `{key}` at least one value, or move a single value to `params:`"
+                    )),
+                );
+            }
+            self.check_param(key, values, &path, specs.as_deref());
+            if config.params.contains_key(key) {
+                let at = self.at(&path);
+                self.push(
+                    at,
+                    format!("`{key}` is set both in `params` and in `sweep`"),
+                    Some(format!("keep `{key}` in one of them")),
+                );
+            }
+        }
+        if !self.quick {
+            if let Some(q) = self.quick_cfg {
+                for (key, value) in &q.params {
+                    let path = vec![Seg::Key("quick"), Seg::Key("params"), Seg::Key(key)];
+                    self.check_param(key, std::slice::from_ref(value), &path, specs.as_deref());
+                }
+                for (key, values) in &q.sweep {
+                    let path = vec![Seg::Key("quick"), Seg::Key("sweep"), Seg::Key(key)];
+                    if values.is_empty() {
+                        let at = self.at(&path);
+                        self.push(
+                            at,
+                            format!("quick sweep list `{key}` is empty"),
+                            Some(format!("give `{key}` at least one value")),
+                        );
+                    }
+                    self.check_param(key, values, &path, specs.as_deref());
+                }
+                if q.repetitions == Some(0) {
+                    let at = self.at(&[Seg::Key("quick"), Seg::Key("repetitions")]);
+                    self.push(
+                        at,
+                        "quick `repetitions` is 0".to_string(),
+                        Some("set repetitions to 1 or more".to_string()),
+                    );
+                }
+            }
+        }
+        if config.repetitions == 0 {
+            let in_quick = self.quick && self.quick_cfg.is_some_and(|q| q.repetitions.is_some());
+            let path = if in_quick {
+                vec![Seg::Key("quick"), Seg::Key("repetitions")]
+            } else {
+                top("repetitions")
+            };
+            let at = self.at(&path);
+            self.push(
+                at,
+                "`repetitions` is 0, so nothing would be measured".to_string(),
+                Some("set repetitions to 1 or more".to_string()),
+            );
+        }
+
+        if let Some(eq) = &config.equivalence {
+            if !variants.contains(&eq.reference.as_str()) {
+                let at = self.at_token(
+                    &[Seg::Key("equivalence"), Seg::Key("reference")],
+                    &eq.reference,
+                );
+                self.push(
+                    at,
+                    format!(
+                        "equivalence reference `{}` is not among the variants run",
+                        eq.reference
+                    ),
+                    Some(format!("use one of: {}", list(&variants))),
+                );
+            }
+            if !(eq.rel_tol >= 0.0 && eq.rel_tol.is_finite()) {
+                let at = self.at(&[Seg::Key("equivalence"), Seg::Key("rel_tol")]);
+                self.push(
+                    at,
+                    format!("equivalence rel_tol is {}", eq.rel_tol),
+                    Some("use a finite tolerance >= 0, e.g. 1e-9".to_string()),
+                );
+            }
+        }
+
+        let params_known = param_names.clone();
+        self.check_figures(config, &variants, params_known.as_deref());
+        self.check_claims(config, &variants, params_known.as_deref());
+    }
+
+    fn check_variants(&mut self, listed: &[String], path: &[Seg], valid: Option<&[&str]>) {
+        if listed.is_empty() {
+            let at = self.at(path);
+            self.push(
+                at,
+                "no variants listed".to_string(),
+                valid.map(|v| format!("list at least one of: {}", list(v))),
+            );
+        }
+        let mut seen = BTreeSet::new();
+        for name in listed {
+            if !seen.insert(name) {
+                let at = self.at_token(path, name);
+                self.push(
+                    at,
+                    format!("variant `{name}` is listed twice"),
+                    Some("list each variant once".to_string()),
+                );
+            }
+            if let Some(valid) = valid {
+                if !valid.contains(&name.as_str()) {
+                    let at = self.at_token(path, name);
+                    self.push(
+                        at,
+                        format!("unknown variant `{name}`"),
+                        Some(format!("valid variants: {}", list(valid))),
+                    );
+                }
+            }
+        }
+    }
+
+    fn check_param(
+        &mut self,
+        key: &str,
+        values: &[Value],
+        path: &[Seg],
+        specs: Option<&[ParamSpec]>,
+    ) {
+        if key == "threads" {
+            for v in values {
+                if v.as_usize().is_none_or(|t| t == 0) {
+                    let at = self.at_token(path, &v.to_string());
+                    self.push(
+                        at,
+                        format!("`threads` must be an integer >= 1, got {v}"),
+                        Some(
+                            "use 1, 2, ... (at most the cores of the machine is sensible)"
+                                .to_string(),
+                        ),
+                    );
+                }
+            }
+            return;
+        }
+        let Some(specs) = specs else { return };
+        let Some(spec) = specs.iter().find(|s| s.name == key) else {
+            let names: Vec<&str> = std::iter::once("threads")
+                .chain(specs.iter().map(|s| s.name))
+                .collect();
+            let at = self.at(path);
+            self.push(
+                at,
+                format!("unknown parameter `{key}`"),
+                Some(format!("valid parameters: {}", list(&names))),
+            );
+            return;
+        };
+        for v in values {
+            if !kind_matches(spec.kind, v) {
+                let at = self.at_token(path, &v.to_string());
+                self.push(
+                    at,
+                    format!(
+                        "parameter `{key}` must be {} {}, got {} `{v}`",
+                        if spec.kind == "integer" { "an" } else { "a" },
+                        spec.kind,
+                        v.type_name()
+                    ),
+                    Some(format!("`{key}`: {}", spec.help)),
+                );
+            }
+        }
+    }
+
+    /// A parameter, or `threads` (unknown family: any name, to avoid cascades of errors).
+    fn known_param(name: &str, params: Option<&[&str]>) -> bool {
+        params.is_none_or(|p| p.contains(&name))
+    }
+
+    fn column_help(params: Option<&[&str]>) -> String {
+        let mut help =
+            "use `wall_time_s`, `equiv_rel_error`, `phase_<name>_s`, `metric_<name>`".to_string();
+        if let Some(p) = params {
+            help.push_str(&format!(" or a parameter ({})", list(p)));
+        }
+        help
+    }
+
+    fn check_figures(
+        &mut self,
+        config: &ExperimentConfig,
+        variants: &[&str],
+        params: Option<&[&str]>,
+    ) {
+        let mut names = BTreeSet::new();
+        for (i, fig) in config.figures.iter().enumerate() {
+            let base = [Seg::Key("figures"), Seg::Index(i)];
+            let path_of = |key: &'static str| {
+                let mut p = base.to_vec();
+                p.push(Seg::Key(key));
+                p
+            };
+            if !names.insert(&fig.name) {
+                let at = self.at(&path_of("name"));
+                self.push(
+                    at,
+                    format!("figure name `{}` is used twice", fig.name),
+                    Some("figure names are file names: make them unique".to_string()),
+                );
+            }
+            if !(is_result_column(&fig.x) || Self::known_param(&fig.x, params)) {
+                let at = self.at(&path_of("x"));
+                self.push(
+                    at,
+                    format!("figure `{}`: unknown x `{}`", fig.name, fig.x),
+                    Some(Self::column_help(params)),
+                );
+            }
+            if !is_result_column(&fig.y) {
+                let at = self.at(&path_of("y"));
+                self.push(
+                    at,
+                    format!("figure `{}`: unknown y column `{}`", fig.name, fig.y),
+                    Some(
+                        "use `wall_time_s`, `equiv_rel_error`, `phase_<name>_s` or `metric_<name>`"
+                            .to_string(),
+                    ),
+                );
+            }
+            if fig.series != "variant" && !Self::known_param(&fig.series, params) {
+                let at = self.at(&path_of("series"));
+                self.push(
+                    at,
+                    format!("figure `{}`: unknown series `{}`", fig.name, fig.series),
+                    Some(format!(
+                        "use `variant` or a parameter{}",
+                        params
+                            .map(|p| format!(" ({})", list(p)))
+                            .unwrap_or_default()
+                    )),
+                );
+            }
+            for (key, value) in &fig.filter {
+                let mut path = path_of("filter");
+                path.push(Seg::Key(key));
+                if key == "variant" {
+                    if let Some(name) = value.as_str() {
+                        if !variants.contains(&name) {
+                            let at = self.at_token(&path, name);
+                            self.push(
+                                at,
+                                format!(
+                                    "figure `{}`: filter on variant `{name}`, which is not run",
+                                    fig.name
+                                ),
+                                Some(format!("use one of: {}", list(variants))),
+                            );
+                        }
+                    }
+                } else if !Self::known_param(key, params) {
+                    let at = self.at(&path);
+                    self.push(
+                        at,
+                        format!("figure `{}`: filter on unknown parameter `{key}`", fig.name),
+                        Some(format!(
+                            "filter on `variant` or a parameter{}",
+                            params
+                                .map(|p| format!(" ({})", list(p)))
+                                .unwrap_or_default()
+                        )),
+                    );
+                }
+            }
+            if let Some(base_cfg) = &fig.speedup_over {
+                let path = path_of("speedup_over");
+                match (&base_cfg.variant, &base_cfg.x) {
+                    (Some(_), Some(_)) | (None, None) => {
+                        let at = self.at(&path);
+                        self.push(
+                            at,
+                            format!(
+                                "figure `{}`: speedup_over needs exactly one of `variant` and `x`",
+                                fig.name
+                            ),
+                            Some(
+                                "`speedup_over: {variant: NAME}` or `speedup_over: {x: VALUE}`"
+                                    .to_string(),
+                            ),
+                        );
+                    }
+                    (Some(name), None) if !variants.contains(&name.as_str()) => {
+                        let at = self.at_token(&path, name);
+                        self.push(
+                            at,
+                            format!(
+                                "figure `{}`: speedup over variant `{name}`, which is not run",
+                                fig.name
+                            ),
+                            Some(format!("use one of: {}", list(variants))),
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn check_claims(
+        &mut self,
+        config: &ExperimentConfig,
+        variants: &[&str],
+        params: Option<&[&str]>,
+    ) {
+        let mut names = BTreeSet::new();
+        for (i, claim) in config.claims.iter().enumerate() {
+            let base = vec![Seg::Key("claims"), Seg::Index(i)];
+            let path_of = |key: &'static str| {
+                let mut p = base.clone();
+                p.push(Seg::Key(key));
+                p
+            };
+            let cname = claim.name().to_string();
+            if !names.insert(cname.clone()) {
+                let at = self.at(&path_of("name"));
+                self.push(
+                    at,
+                    format!("claim name `{cname}` is used twice"),
+                    Some("give each claim its own name".to_string()),
+                );
+            }
+            let check_variant = |v: &mut Self, key: &'static str, name: &str| {
+                if !variants.contains(&name) {
+                    let at = v.at_token(&path_of(key), name);
+                    v.push(
+                        at,
+                        format!("claim `{cname}`: variant `{name}` is not among the variants run"),
+                        Some(format!("use one of: {}", list(variants))),
+                    );
+                }
+            };
+            let (at_map, bounds): (Option<&BTreeMap<String, Value>>, Option<BoundPair>) =
+                match claim {
+                    ClaimConfig::Equivalence { max_rel_error, .. } => {
+                        if config.equivalence.is_none() {
+                            let at = self.at(&base);
+                            self.push(
+                                at,
+                                format!("claim `{cname}` checks equivalence, but the experiment has no `equivalence:` section"),
+                                Some("add `equivalence: {reference: VARIANT, rel_tol: TOL}`".to_string()),
+                            );
+                        }
+                        if max_rel_error.is_nan() || *max_rel_error < 0.0 {
+                            let at = self.at(&path_of("max_rel_error"));
+                            self.push(
+                                at,
+                                format!("claim `{cname}`: max_rel_error is {max_rel_error}"),
+                                Some("use a tolerance >= 0".to_string()),
+                            );
+                        }
+                        (None, None)
+                    }
+                    ClaimConfig::Ratio {
+                        column,
+                        numerator,
+                        denominator,
+                        at_least,
+                        at_most,
+                        at,
+                        ..
+                    } => {
+                        check_variant(self, "numerator", numerator);
+                        check_variant(self, "denominator", denominator);
+                        if !(is_result_column(column) || Self::known_param(column, params)) {
+                            let at = self.at(&path_of("column"));
+                            self.push(
+                                at,
+                                format!("claim `{cname}`: unknown column `{column}`"),
+                                Some(Self::column_help(params)),
+                            );
+                        }
+                        (Some(at), Some((*at_least, *at_most)))
+                    }
+                    ClaimConfig::Slope {
+                        x,
+                        column,
+                        variants: listed,
+                        min,
+                        max,
+                        at,
+                        ..
+                    } => {
+                        if listed.is_empty() {
+                            let at = self.at(&path_of("variants"));
+                            self.push(
+                                at,
+                                format!("claim `{cname}`: no variants listed"),
+                                Some(format!("list some of: {}", list(variants))),
+                            );
+                        }
+                        for name in listed {
+                            check_variant(self, "variants", name);
+                        }
+                        if !(x.starts_with("metric_") || Self::known_param(x, params)) {
+                            let at = self.at(&path_of("x"));
+                            self.push(
+                                at,
+                                format!("claim `{cname}`: unknown x `{x}`"),
+                                Some(format!(
+                                    "use a parameter{} or a `metric_<name>` column",
+                                    params
+                                        .map(|p| format!(" ({})", list(p)))
+                                        .unwrap_or_default()
+                                )),
+                            );
+                        }
+                        if !is_result_column(column) {
+                            let at = self.at(&path_of("column"));
+                            self.push(
+                                at,
+                                format!("claim `{cname}`: unknown column `{column}`"),
+                                Some(Self::column_help(None)),
+                            );
+                        }
+                        if min.is_nan() || max.is_nan() || min > max {
+                            let at = self.at(&path_of("min"));
+                            self.push(
+                                at,
+                                format!("claim `{cname}`: min {min} is above max {max}"),
+                                Some("swap them".to_string()),
+                            );
+                        }
+                        (Some(at), None)
+                    }
+                    ClaimConfig::Scaling {
+                        variant,
+                        column,
+                        param,
+                        from,
+                        to,
+                        at,
+                        ..
+                    } => {
+                        check_variant(self, "variant", variant);
+                        if !Self::known_param(param, params) {
+                            let at = self.at(&path_of("param"));
+                            self.push(
+                                at,
+                                format!("claim `{cname}`: unknown parameter `{param}`"),
+                                Some(format!(
+                                    "use a parameter{}",
+                                    params
+                                        .map(|p| format!(" ({})", list(p)))
+                                        .unwrap_or_default()
+                                )),
+                            );
+                        }
+                        if !is_result_column(column) {
+                            let at = self.at(&path_of("column"));
+                            self.push(
+                                at,
+                                format!("claim `{cname}`: unknown column `{column}`"),
+                                Some(Self::column_help(None)),
+                            );
+                        }
+                        for (key, end) in [("from", from), ("to", to)] {
+                            let extreme = matches!(end.as_str(), Some("max") | Some("min"));
+                            if !extreme && end.as_f64().is_none() {
+                                let at = self.at(&path_of(key));
+                                self.push(
+                                at,
+                                format!("claim `{cname}`: `{key}: {end}` is neither a number nor `max`/`min`"),
+                                Some(format!("give a value of `{param}`, or `max` / `min`")),
+                            );
+                            }
+                        }
+                        (Some(at), None)
+                    }
+                    ClaimConfig::Share {
+                        variant,
+                        at_least,
+                        at_most,
+                        at,
+                        ..
+                    } => {
+                        check_variant(self, "variant", variant);
+                        (Some(at), Some((*at_least, *at_most)))
+                    }
+                };
+            if let Some((None, None)) = bounds {
+                let at = self.at(&base);
+                self.push(
+                    at,
+                    format!("claim `{cname}` sets no bound"),
+                    Some("add `at_least:` and/or `at_most:`".to_string()),
+                );
+            }
+            for (key, value) in at_map.into_iter().flatten() {
+                let mut path = path_of("at");
+                path.push(Seg::Key(key));
+                if !Self::known_param(key, params) {
+                    let at = self.at(&path);
+                    self.push(
+                        at,
+                        format!("claim `{cname}`: `at` names unknown parameter `{key}`"),
+                        Some(format!(
+                            "use a parameter{}",
+                            params
+                                .map(|p| format!(" ({})", list(p)))
+                                .unwrap_or_default()
+                        )),
+                    );
+                } else if !self.quick && !matches!(value.as_str(), Some("max") | Some("min")) {
+                    // Quick runs shrink the grid, so a fixed value may legitimately be absent
+                    // there (the claim then fails at evaluation, saying so).
+                    let eq = |v: &Value| crate::claims::values_equal(v, value);
+                    let in_grid = config.params.get(key).is_some_and(eq)
+                        || config.sweep.get(key).is_some_and(|vs| vs.iter().any(eq))
+                        || (key == "threads"
+                            && !config.params.contains_key(key)
+                            && !config.sweep.contains_key(key)
+                            && eq(&Value::Int(1)));
+                    if !in_grid {
+                        let at = self.at(&path);
+                        self.push(
+                            at,
+                            format!("claim `{cname}`: `at: {{{key}: {value}}}` matches no point of the grid"),
+                            Some(format!("use a value `{key}` takes in `params`/`sweep`, or `max` / `min`")),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks `data:` and resolves the dataset path.
+    fn check_data(
+        &mut self,
+        config: &ExperimentConfig,
+        data_dir: Option<&Path>,
+    ) -> Option<PathBuf> {
+        if config.data.source != DataSource::Dataset {
+            return None;
+        }
+        let Some(file) = &config.data.file else {
+            let at = self.at(&[Seg::Key("data"), Seg::Key("source")]);
+            self.push(
+                at,
+                "`source: dataset` needs `file:`, the name of a file in the data dir".to_string(),
+                Some(
+                    "add `file: NAME` under `data:` (the data dir's MANIFEST.md lists the files)"
+                        .to_string(),
+                ),
+            );
+            return None;
+        };
+        let at = self.at(&[Seg::Key("data"), Seg::Key("file")]);
+        let Some(dir) = data_dir else {
+            self.push(
+                at,
+                format!("dataset `{file}` is read from the data dir, and no data dir is set"),
+                Some("pass --data-dir DIR or set PARBENCH_DATA=DIR".to_string()),
+            );
+            return None;
+        };
+        let resolved = dir.join(file);
+        if resolved.is_file() {
+            Some(resolved)
+        } else {
+            self.push(
+                at,
+                format!(
+                    "dataset file `{file}` is missing: searched {}",
+                    resolved.display()
+                ),
+                Some(format!(
+                    "the files are described in MANIFEST.md of the data dir ({}); fetch it there, or point --data-dir / PARBENCH_DATA at the dir that has it",
+                    dir.display()
+                )),
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(i: i64) -> Value {
+        Value::Int(i)
+    }
+
+    #[test]
+    fn expand_follows_written_order_last_key_fastest() {
+        let params = BTreeMap::from([("work".to_string(), Value::Float(1.5))]);
+        let sweep = BTreeMap::from([
+            ("threads".to_string(), vec![v(1), v(2)]),
+            ("size".to_string(), vec![v(10), v(20), v(30)]),
+        ]);
+        let order = vec!["threads".to_string(), "size".to_string()];
+        let points = expand(&params, &sweep, &order);
+        let got: Vec<(i64, i64)> = points
+            .iter()
+            .map(|p| match (&p["threads"], &p["size"]) {
+                (Value::Int(t), Value::Int(s)) => (*t, *s),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![(1, 10), (1, 20), (1, 30), (2, 10), (2, 20), (2, 30)]
+        );
+        assert!(points.iter().all(|p| p["work"] == Value::Float(1.5)));
+    }
+
+    #[test]
+    fn expand_without_sweep_is_one_point_with_one_thread() {
+        let points = expand(&BTreeMap::new(), &BTreeMap::new(), &[]);
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0]["threads"], v(1));
+    }
+
+    #[test]
+    fn point_key_is_sorted_and_stable() {
+        let p = Params::from([("threads".to_string(), v(2)), ("size".to_string(), v(5))]);
+        assert_eq!(point_key(&p), "size=5,threads=2");
+    }
+}

@@ -49,7 +49,7 @@ pub fn solver_params(point: &Params) -> Result<SinkhornParams> {
 
 /// The synthetic generator's shape from a point, with the paper's shape as defaults.
 pub fn synthetic_spec(point: &Params, seed: u64) -> Result<SyntheticSpec> {
-    let paper = SyntheticSpec::paper(seed);
+    let paper = SyntheticSpec::paper();
     Ok(SyntheticSpec {
         vocab: get_usize(point, "vocab", paper.vocab)?,
         dim: get_usize(point, "dim", paper.dim)?,
@@ -177,7 +177,8 @@ fn dataset_problem(point: &Params, path: &Path, seed: u64) -> Result<WmdProblem>
     let embeddings = match point.get("embeddings").and_then(|v| v.as_str()) {
         Some(file) => parbench_common::embeddings::read_word2vec_text(Path::new(file))
             .with_context(|| format!("reading embeddings {file}"))?,
-        None => corpus::random_embeddings_for(&texts, dim, seed),
+        None => corpus::random_embeddings_for(&texts, dim, seed)
+            .context("making random embeddings for the documents' words")?,
     };
     let corpus =
         corpus::DocCorpus::build(texts.iter().map(|(l, t)| (*l, t.as_str())), &embeddings)?;
