@@ -104,28 +104,15 @@ pub fn plot_figure(
     Ok(vec![png, svg])
 }
 
-/// The numeric value of a column for one row: `wall_time_s`, `equiv_rel_error`,
-/// `phase_<name>_s`, `metric_<name>`, or a numeric parameter (by name or `param_<name>`).
+/// The numeric value of a column for one row ([`crate::claims::column`], which claims use too,
+/// so a figure and a claim on the same name read the same numbers), also accepting a parameter
+/// spelled `param_<name>` as in the stored table.
 fn column_value(row: &ResultRow, name: &str) -> Option<f64> {
-    match name {
-        "wall_time_s" => return Some(row.wall_time_s),
-        "equiv_rel_error" => return row.equiv_rel_error,
-        _ => {}
-    }
-    if let Some(phase) = name
-        .strip_prefix("phase_")
-        .and_then(|rest| rest.strip_suffix("_s"))
-    {
-        if let Some(v) = row.phases_s.get(phase) {
-            return Some(*v);
-        }
-    }
-    if let Some(metric) = name.strip_prefix("metric_") {
-        if let Some(v) = row.metrics.get(metric) {
-            return Some(*v);
-        }
-    }
-    param_of(row, name).and_then(Value::as_f64)
+    crate::claims::column(row, name).or_else(|| {
+        name.strip_prefix("param_")
+            .and_then(|p| row.params.get(p))
+            .and_then(Value::as_f64)
+    })
 }
 
 fn param_of<'r>(row: &'r ResultRow, name: &str) -> Option<&'r Value> {
@@ -213,6 +200,9 @@ pub fn figure_series(fig: &FigureConfig, rows: &[ResultRow]) -> anyhow::Result<V
 #[derive(Debug)]
 struct FigureData {
     series: Vec<Series>,
+    /// Every series the selected rows hold, dropped ones included, so that a series keeps its
+    /// colour and marker whatever else a figure leaves out (the base of a speedup).
+    style_order: Vec<String>,
     /// Labels of a categorical x, indexed by position.
     categories: Option<Vec<String>>,
     x_label: String,
@@ -221,6 +211,10 @@ struct FigureData {
 
 /// Repetition -> y of one point of one variant.
 type Repetitions = BTreeMap<usize, f64>;
+
+/// The points pooled into one (series, x) marker: point index -> (its repetitions, one of its
+/// rows, whose parameters locate the speedup base).
+type PointsOfCell<'r> = BTreeMap<usize, (Repetitions, &'r ResultRow)>;
 
 impl FigureData {
     fn build(fig: &FigureConfig, rows: &[ResultRow]) -> anyhow::Result<Self> {
@@ -274,8 +268,7 @@ impl FigureData {
 
         // series -> x -> point -> repetitions, keeping series in first-appearance order.
         let mut series_names: Vec<String> = Vec::new();
-        let mut cells: BTreeMap<(usize, OrderedX), BTreeMap<usize, (Repetitions, &ResultRow)>> =
-            BTreeMap::new();
+        let mut cells: BTreeMap<(usize, OrderedX), PointsOfCell> = BTreeMap::new();
         let (mut missing_x, mut missing_y) = (0usize, 0usize);
         for row in &selected {
             let Some(x) = x_of(row) else {
@@ -399,6 +392,7 @@ impl FigureData {
             });
         Ok(FigureData {
             series,
+            style_order: series_names,
             categories,
             x_label,
             y_label,
@@ -413,7 +407,7 @@ fn speedup_point(
     base: &SpeedupBase,
     rows: &[ResultRow],
     x: f64,
-    points: &BTreeMap<usize, (Repetitions, &ResultRow)>,
+    points: &PointsOfCell,
 ) -> anyhow::Result<Option<PlotPoint>> {
     let mut speedups = Vec::new();
     let mut ratios = Vec::new();
@@ -782,7 +776,12 @@ where
     }
     mesh.draw()?;
 
-    for (index, series) in data.series.iter().enumerate() {
+    for series in &data.series {
+        let index = data
+            .style_order
+            .iter()
+            .position(|name| *name == series.name)
+            .unwrap_or(0);
         let color = PALETTE[index % PALETTE.len()];
         let points = &series.points;
         if points.len() >= 2 {

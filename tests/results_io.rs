@@ -3,7 +3,8 @@
 use parbench::machine::{Limits, MachineInfo};
 use parbench::model::{ResultRow, Value};
 use parbench::results::{
-    read_meta, read_rows, write_atomic, write_meta, write_rows, RunMeta, RESULTS_CSV, RESULTS_PARQUET,
+    read_meta, read_rows, write_atomic, write_meta, write_rows, RunMeta, RESULTS_CSV,
+    RESULTS_PARQUET,
 };
 use std::collections::BTreeMap;
 

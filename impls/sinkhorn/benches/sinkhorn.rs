@@ -7,27 +7,45 @@ use sinkhorn::{variants, Control, Par, SinkhornParams};
 use std::time::Duration;
 
 fn mid_size() -> SyntheticSpec {
-    SyntheticSpec { vocab: 20_000, docs: 1_000, ..SyntheticSpec::paper() }
+    SyntheticSpec {
+        vocab: 20_000,
+        docs: 1_000,
+        ..SyntheticSpec::paper()
+    }
 }
 
 fn bench_shape(c: &mut Criterion, group_name: &str, spec: &SyntheticSpec, skip_dense: bool) {
     let problem = generate(spec).expect("valid spec");
-    let params = SinkhornParams { lambda: 10.0, max_iter: 15, tol: None };
+    let params = SinkhornParams {
+        lambda: 10.0,
+        max_iter: 15,
+        tol: None,
+    };
     let mut group = c.benchmark_group(group_name);
-    group.sample_size(10).measurement_time(Duration::from_secs(5));
-    group.throughput(Throughput::Elements((problem.nnz() * params.max_iter) as u64));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(
+        (problem.nnz() * params.max_iter) as u64,
+    ));
     for v in variants() {
         if skip_dense && v.name() == "dense" {
             continue;
         }
         let thread_counts: &[usize] = if v.is_parallel() { &[1, 2] } else { &[1] };
         for &threads in thread_counts {
-            group.bench_with_input(BenchmarkId::new(v.name(), threads), &threads, |b, &threads| {
-                b.iter(|| {
-                    v.solve(&problem, &params, Par::threads(threads), &mut |_| Control::Continue)
+            group.bench_with_input(
+                BenchmarkId::new(v.name(), threads),
+                &threads,
+                |b, &threads| {
+                    b.iter(|| {
+                        v.solve(&problem, &params, Par::threads(threads), &mut |_| {
+                            Control::Continue
+                        })
                         .expect("solve")
-                })
-            });
+                    })
+                },
+            );
         }
     }
     group.finish();

@@ -15,21 +15,38 @@ fn main() {
         "generate: {:.1} ms, nnz {}, used words {}",
         t.elapsed().as_secs_f64() * 1e3,
         problem.nnz(),
-        (0..problem.vocab()).filter(|&w| !problem.docs_by_word().row(w).0.is_empty()).count()
+        (0..problem.vocab())
+            .filter(|&w| !problem.docs_by_word().row(w).0.is_empty())
+            .count()
     );
-    let params = SinkhornParams { lambda: 10.0, max_iter: 15, tol: None };
+    let params = SinkhornParams {
+        lambda: 10.0,
+        max_iter: 15,
+        tol: None,
+    };
     let mut reference: Option<Vec<f64>> = None;
     for v in variants() {
         if !only.is_empty() && !only.contains(&v.name()) {
             continue;
         }
-        let reps = if v.name() == "dense" { 1 } else { std::env::var("REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(5) };
+        let reps = if v.name() == "dense" {
+            1
+        } else {
+            std::env::var("REPS")
+                .ok()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(5)
+        };
         let mut min_phase: Vec<(&str, f64)> = Vec::new();
         let mut best = None::<sinkhorn::WmdOutput>;
         let mut best_t = f64::INFINITY;
         for _ in 0..reps {
             let t = Instant::now();
-            let out = v.solve(&problem, &params, Par::threads(threads), &mut |_| Control::Continue).expect("solve");
+            let out = v
+                .solve(&problem, &params, Par::threads(threads), &mut |_| {
+                    Control::Continue
+                })
+                .expect("solve");
             let el = t.elapsed().as_secs_f64();
             for &(n, p) in &out.phases.0 {
                 match min_phase.iter_mut().find(|(m, _)| *m == n) {
@@ -43,9 +60,15 @@ fn main() {
             }
         }
         let out = best.expect("ran");
-        let phases: Vec<String> = min_phase.iter().map(|(n, s)| format!("{n} {:.2} ms", s * 1e3)).collect();
+        let phases: Vec<String> = min_phase
+            .iter()
+            .map(|(n, s)| format!("{n} {:.2} ms", s * 1e3))
+            .collect();
         let diff = reference.as_ref().map_or(0.0, |r| {
-            r.iter().zip(&out.distances).map(|(a, b)| ((a - b) / a).abs()).fold(0.0, f64::max)
+            r.iter()
+                .zip(&out.distances)
+                .map(|(a, b)| ((a - b) / a).abs())
+                .fold(0.0, f64::max)
         });
         println!(
             "{:>10} {threads}t: {:8.2} ms  {:6.2} GFLOP/s  max rel diff {:.1e}  [{}]",

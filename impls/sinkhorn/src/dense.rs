@@ -14,7 +14,9 @@
 //! `u .* (...)`.
 
 use crate::distance::{self, DocState, Pool, QueryKernels, WordSet};
-use crate::problem::{Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem};
+use crate::problem::{
+    Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
+};
 use crate::{Par, WmdSolver};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -61,20 +63,38 @@ impl WmdSolver for Dense {
 
         let loop_start = Instant::now();
         phases.add("loop", 0.0);
-        let iterations = distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
-            state.clear_new();
-            for j0 in (0..n).step_by(block_docs) {
-                let j1 = (j0 + block_docs).min(n);
-                phases.time("loop_dense_product", || {
-                    dense_product(&kernels, &state.u[j0 * kernels.stride..], j1 - j0, vocab, &mut dense, &pool)
-                });
-                phases.time("loop_mask", || mask(problem, &dense, vocab, j0, j1, &state.active, &mut v, &pool));
-                phases.time("loop_spmm", || {
-                    spmm(problem, &kernels, &v, j0, &state.active[j0..j1], &mut state.x_new, &pool)
-                });
-            }
-            Ok(dense_flops(vocab, vs, n) + (state.active_nnz * (2 + 2 * vs)) as f64)
-        })?;
+        let iterations =
+            distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
+                state.clear_new();
+                for j0 in (0..n).step_by(block_docs) {
+                    let j1 = (j0 + block_docs).min(n);
+                    phases.time("loop_dense_product", || {
+                        dense_product(
+                            &kernels,
+                            &state.u[j0 * kernels.stride..],
+                            j1 - j0,
+                            vocab,
+                            &mut dense,
+                            &pool,
+                        )
+                    });
+                    phases.time("loop_mask", || {
+                        mask(problem, &dense, vocab, j0, j1, &state.active, &mut v, &pool)
+                    });
+                    phases.time("loop_spmm", || {
+                        spmm(
+                            problem,
+                            &kernels,
+                            &v,
+                            j0,
+                            &state.active[j0..j1],
+                            &mut state.x_new,
+                            &pool,
+                        )
+                    });
+                }
+                Ok(dense_flops(vocab, vs, n) + (state.active_nnz * (2 + 2 * vs)) as f64)
+            })?;
         phases.add("loop", loop_start.elapsed().as_secs_f64());
 
         let distances = phases.time("final", || -> Result<Vec<f64>, WmdError> {
@@ -82,9 +102,25 @@ impl WmdSolver for Dense {
             let mut acc = vec![0.0; n * kernels.stride];
             for j0 in (0..n).step_by(block_docs) {
                 let j1 = (j0 + block_docs).min(n);
-                dense_product(&kernels, &state.u[j0 * kernels.stride..], j1 - j0, vocab, &mut dense, &pool);
+                dense_product(
+                    &kernels,
+                    &state.u[j0 * kernels.stride..],
+                    j1 - j0,
+                    vocab,
+                    &mut dense,
+                    &pool,
+                );
                 mask(problem, &dense, vocab, j0, j1, &all, &mut v, &pool);
-                spmm_with(problem, &kernels.km, kernels.stride, &v, j0, &all[j0..j1], &mut acc, &pool);
+                spmm_with(
+                    problem,
+                    &kernels.km,
+                    kernels.stride,
+                    &v,
+                    j0,
+                    &all[j0..j1],
+                    &mut acc,
+                    &pool,
+                );
             }
             let d: Vec<f64> = acc
                 .chunks_exact(kernels.stride)
@@ -94,8 +130,14 @@ impl WmdSolver for Dense {
             distance::check_distances(&d, params.lambda)?;
             Ok(d)
         })?;
-        flops += dense_flops(vocab, vs, n) + (problem.nnz() * (2 + 2 * vs)) as f64 + (2 * n * vs) as f64;
-        Ok(WmdOutput { distances, iterations, phases, flops })
+        flops +=
+            dense_flops(vocab, vs, n) + (problem.nnz() * (2 + 2 * vs)) as f64 + (2 * n * vs) as f64;
+        Ok(WmdOutput {
+            distances,
+            iterations,
+            phases,
+            flops,
+        })
     }
 }
 
@@ -105,11 +147,23 @@ fn dense_flops(vocab: usize, vs: usize, docs: usize) -> f64 {
 }
 
 /// `dense[:, 0..b] = K^T @ u[:, block]`, column-major (`dense[jj * V + i]`).
-fn dense_product(kernels: &QueryKernels, u: &[f64], b: usize, vocab: usize, dense: &mut [f64], pool: &Pool) {
+fn dense_product(
+    kernels: &QueryKernels,
+    u: &[f64],
+    b: usize,
+    vocab: usize,
+    dense: &mut [f64],
+    pool: &Pool,
+) {
     let stride = kernels.stride;
-    assert!(u.len() >= b * stride && dense.len() >= b * vocab && kernels.kt.len() >= vocab * stride);
-    let parallelism =
-        if pool.threads() > 1 { gemm::Parallelism::Rayon(pool.threads()) } else { gemm::Parallelism::None };
+    assert!(
+        u.len() >= b * stride && dense.len() >= b * vocab && kernels.kt.len() >= vocab * stride
+    );
+    let parallelism = if pool.threads() > 1 {
+        gemm::Parallelism::Rayon(pool.threads())
+    } else {
+        gemm::Parallelism::None
+    };
     // SAFETY: dst is `V x b` column-major inside `dense` (checked above), lhs is `K^T`, `V x v_s`
     // with row stride `stride`, rhs is `u` for the block, `v_s x b` with column stride `stride`;
     // all extents were checked against the slices, and `dense` is exclusively borrowed.
@@ -189,7 +243,16 @@ fn spmm(
     x_new: &mut [f64],
     pool: &Pool,
 ) {
-    spmm_with(problem, &kernels.kr, kernels.stride, v, j0, active, x_new, pool)
+    spmm_with(
+        problem,
+        &kernels.kr,
+        kernels.stride,
+        v,
+        j0,
+        active,
+        x_new,
+        pool,
+    )
 }
 
 /// `out[:, j] += A @ v[:, j]` for word-major `A` over the documents `j0 .. j0 + active.len()`.

@@ -13,9 +13,7 @@
 //! - precompute: `n_w v_s` exponentials (plus two products each);
 //! - update: `O(v_s)` per active document and iteration.
 
-use crate::problem::{
-    Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdProblem,
-};
+use crate::problem::{Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdProblem};
 use parbench_common::{Csr, Par};
 use rayon::prelude::*;
 
@@ -32,7 +30,10 @@ impl Pool {
     pub fn new(par: Par) -> Pool {
         let threads = par.degree();
         let pool = if threads > 1 {
-            rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok()
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()
         } else {
             None
         };
@@ -77,83 +78,134 @@ pub fn padded_stride(vs: usize) -> usize {
 /// then a fixed tree), so every caller on the same rows gets the same bits.
 #[inline(always)]
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
-    Dynamic::<false>.dot(a, b)
+    Dynamic.dot(a, b)
 }
 
 /// `y += alpha * x` over padded rows (portable kernel).
 #[inline(always)]
 pub fn axpy(y: &mut [f64], alpha: f64, x: &[f64]) {
-    Dynamic::<false>.axpy(y, alpha, x)
+    Dynamic.axpy(y, alpha, x)
 }
 
 /// The two row operations of every Sinkhorn kernel, on rows of `stride` values (a multiple of
-/// [`LANES`]). Implementations differ only in how the compiler sees them: [`Fixed`] knows the
-/// stride at compile time (fully unrolled, no bounds checks inside), [`Dynamic`] does not; with
-/// `FMA` the products and sums fuse (one rounding instead of two), so results differ from the
-/// portable kernel in the last bits but are identical for every variant on one machine.
+/// [`LANES`]). Implementations differ only in how they are compiled: [`Fixed`] knows the stride
+/// at compile time (fully unrolled), [`Dynamic`] does not, and `Avx2` (x86-64 only, built only
+/// by [`dispatch`] after checking the CPU) uses AVX2 vectors with fused multiply-adds. All use the
+/// same lane-wise order, so results differ between the portable and the FMA kernels only by the
+/// fused roundings, and are identical for every variant on one machine.
 pub trait RowKernel: Copy + Send + Sync {
     fn dot(self, a: &[f64], b: &[f64]) -> f64;
     fn axpy(self, y: &mut [f64], alpha: f64, x: &[f64]);
 }
 
-/// Rows of exactly `S` values.
+/// Portable kernel for rows of exactly `S` values.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Fixed<const S: usize, const FMA: bool>;
+pub struct Fixed<const S: usize>;
 
-/// Rows of any multiple of [`LANES`] values.
+/// Portable kernel for rows of any multiple of [`LANES`] values.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Dynamic<const FMA: bool>;
+pub struct Dynamic;
 
 #[inline(always)]
-fn madd<const FMA: bool>(acc: f64, a: f64, b: f64) -> f64 {
-    if FMA {
-        a.mul_add(b, acc)
-    } else {
-        acc + a * b
-    }
-}
-
-#[inline(always)]
-fn dot_lanes<const FMA: bool>(a: &[f64], b: &[f64]) -> f64 {
+fn dot_lanes(a: &[f64], b: &[f64]) -> f64 {
     let mut acc = [0.0f64; LANES];
     for (ca, cb) in a.chunks_exact(LANES).zip(b.chunks_exact(LANES)) {
         for l in 0..LANES {
-            acc[l] = madd::<FMA>(acc[l], ca[l], cb[l]);
+            acc[l] += ca[l] * cb[l];
         }
     }
     (acc[0] + acc[2]) + (acc[1] + acc[3])
 }
 
 #[inline(always)]
-fn axpy_lanes<const FMA: bool>(y: &mut [f64], alpha: f64, x: &[f64]) {
+fn axpy_lanes(y: &mut [f64], alpha: f64, x: &[f64]) {
     for (cy, cx) in y.chunks_exact_mut(LANES).zip(x.chunks_exact(LANES)) {
         for l in 0..LANES {
-            cy[l] = madd::<FMA>(cy[l], alpha, cx[l]);
+            cy[l] += alpha * cx[l];
         }
     }
 }
 
-impl<const FMA: bool> RowKernel for Dynamic<FMA> {
+impl RowKernel for Dynamic {
     #[inline(always)]
     fn dot(self, a: &[f64], b: &[f64]) -> f64 {
-        dot_lanes::<FMA>(a, b)
+        dot_lanes(a, b)
     }
     #[inline(always)]
     fn axpy(self, y: &mut [f64], alpha: f64, x: &[f64]) {
-        axpy_lanes::<FMA>(y, alpha, x)
+        axpy_lanes(y, alpha, x)
     }
 }
 
-impl<const S: usize, const FMA: bool> RowKernel for Fixed<S, FMA> {
+impl<const S: usize> RowKernel for Fixed<S> {
     #[inline(always)]
     fn dot(self, a: &[f64], b: &[f64]) -> f64 {
-        // Rows are always `stride = S` long (checked by the caller's dispatch); one length check
-        // each, then a loop the compiler unrolls completely.
-        dot_lanes::<FMA>(&a[..S], &b[..S])
+        dot_lanes(&a[..S], &b[..S])
     }
     #[inline(always)]
     fn axpy(self, y: &mut [f64], alpha: f64, x: &[f64]) {
-        axpy_lanes::<FMA>(&mut y[..S], alpha, &x[..S])
+        axpy_lanes(&mut y[..S], alpha, &x[..S])
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{RowKernel, LANES};
+    use std::arch::x86_64::*;
+
+    /// AVX2 + FMA kernel for rows of `S` values (`S = 0`: any multiple of 4, read from the slice).
+    /// The private field keeps it from being built outside [`super::dispatch`], which checks the
+    /// CPU first; that is what makes the intrinsics below sound.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Avx2<const S: usize>(());
+
+    impl<const S: usize> Avx2<S> {
+        /// # Safety
+        /// The CPU must support AVX2 and FMA.
+        #[inline(always)]
+        pub(super) unsafe fn new() -> Self {
+            Avx2(())
+        }
+    }
+
+    impl<const S: usize> RowKernel for Avx2<S> {
+        #[inline(always)]
+        fn dot(self, a: &[f64], b: &[f64]) -> f64 {
+            let n = if S == 0 { a.len() } else { S };
+            assert!(a.len() >= n && b.len() >= n && n % LANES == 0);
+            // SAFETY: an `Avx2` exists only after the AVX2 + FMA check (see `new`); every load
+            // reads 4 values at `4 c + 4 <= n`, inside both slices (asserted above).
+            unsafe {
+                let mut acc = _mm256_setzero_pd();
+                for c in 0..n / LANES {
+                    let x = _mm256_loadu_pd(a.as_ptr().add(c * LANES));
+                    let y = _mm256_loadu_pd(b.as_ptr().add(c * LANES));
+                    acc = _mm256_fmadd_pd(x, y, acc);
+                }
+                // (a0 + a2) + (a1 + a3), the portable kernel's order.
+                let pair = _mm_add_pd(_mm256_castpd256_pd128(acc), _mm256_extractf128_pd(acc, 1));
+                _mm_cvtsd_f64(pair) + _mm_cvtsd_f64(_mm_unpackhi_pd(pair, pair))
+            }
+        }
+
+        #[inline(always)]
+        fn axpy(self, y: &mut [f64], alpha: f64, x: &[f64]) {
+            let n = if S == 0 { y.len() } else { S };
+            assert!(y.len() >= n && x.len() >= n && n % LANES == 0);
+            // SAFETY: as in `dot`; loads and stores stay inside the asserted lengths.
+            unsafe {
+                let a = _mm256_set1_pd(alpha);
+                for c in 0..n / LANES {
+                    let py = y.as_mut_ptr().add(c * LANES);
+                    let v = _mm256_fmadd_pd(
+                        a,
+                        _mm256_loadu_pd(x.as_ptr().add(c * LANES)),
+                        _mm256_loadu_pd(py),
+                    );
+                    _mm256_storeu_pd(py, v);
+                }
+            }
+        }
     }
 }
 
@@ -171,41 +223,72 @@ fn has_fma() -> bool {
 }
 
 macro_rules! by_stride {
-    ($stride:expr, $task:expr, $fma:literal) => {
+    ($stride:expr, $task:expr, $kernel:ident) => {
         match $stride {
-            4 => $task.run(Fixed::<4, $fma>),
-            8 => $task.run(Fixed::<8, $fma>),
-            12 => $task.run(Fixed::<12, $fma>),
-            16 => $task.run(Fixed::<16, $fma>),
-            20 => $task.run(Fixed::<20, $fma>),
-            24 => $task.run(Fixed::<24, $fma>),
-            28 => $task.run(Fixed::<28, $fma>),
-            32 => $task.run(Fixed::<32, $fma>),
-            _ => $task.run(Dynamic::<$fma>),
+            4 => $task.run($kernel::<4>()),
+            8 => $task.run($kernel::<8>()),
+            12 => $task.run($kernel::<12>()),
+            16 => $task.run($kernel::<16>()),
+            20 => $task.run($kernel::<20>()),
+            24 => $task.run($kernel::<24>()),
+            28 => $task.run($kernel::<28>()),
+            32 => $task.run($kernel::<32>()),
+            _ => $task.run($kernel::<0>()),
         }
     };
+}
+
+#[inline(always)]
+fn portable<const S: usize>() -> impl RowKernel {
+    PortableKernel::<S>
+}
+
+/// `Fixed<S>`, or `Dynamic` behaviour for `S = 0`.
+#[derive(Clone, Copy, Debug)]
+struct PortableKernel<const S: usize>;
+
+impl<const S: usize> RowKernel for PortableKernel<S> {
+    #[inline(always)]
+    fn dot(self, a: &[f64], b: &[f64]) -> f64 {
+        if S == 0 {
+            Dynamic.dot(a, b)
+        } else {
+            Fixed::<S>.dot(a, b)
+        }
+    }
+    #[inline(always)]
+    fn axpy(self, y: &mut [f64], alpha: f64, x: &[f64]) {
+        if S == 0 {
+            Dynamic.axpy(y, alpha, x)
+        } else {
+            Fixed::<S>.axpy(y, alpha, x)
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn dispatch_fma<T: KernelTask>(stride: usize, task: T) -> T::Output {
-    by_stride!(stride, task, true)
+    #[inline(always)]
+    fn fma<const S: usize>() -> avx2::Avx2<S> {
+        // SAFETY: only reached from `dispatch_fma`, which runs only after `has_fma()`.
+        unsafe { avx2::Avx2::<S>::new() }
+    }
+    by_stride!(stride, task, fma)
 }
 
-/// Runs `task` with the best row kernel for this CPU and `stride`: AVX2 + FMA when available
-/// (the crate is built for baseline x86-64, so without this the loops would use SSE2 only), and
-/// a fully unrolled kernel for strides up to 32 (queries of up to 32 words). Measured at the
-/// paper's shape (`v_s = 19`), this roughly halves the loop time of the fused kernels.
-/// Call it inside each thread's work, since target features do not cross into rayon closures.
+/// Runs `task` with the best row kernel for this CPU and `stride`: AVX2 + FMA vectors when
+/// available (the crate is built for baseline x86-64, where the compiler would emit scalar SSE2
+/// code for these short rows), specialized for strides up to 32 (queries of up to 32 words).
+/// Call it inside each thread's work: target features do not cross into rayon closures.
 #[inline]
 pub fn dispatch<T: KernelTask>(stride: usize, task: T) -> T::Output {
     #[cfg(target_arch = "x86_64")]
     if has_fma() {
-        // SAFETY: the CPU supports AVX2 and FMA (checked at run time just above), which is all
-        // `dispatch_fma` requires.
+        // SAFETY: the CPU supports AVX2 and FMA (checked just above), all `dispatch_fma` needs.
         return unsafe { dispatch_fma(stride, task) };
     }
-    by_stride!(stride, task, false)
+    by_stride!(stride, task, portable)
 }
 
 /// The words a variant needs kernel rows for, with the row pointers of `c` restricted to them.
@@ -221,7 +304,10 @@ pub struct WordSet {
 impl WordSet {
     /// Every word of the vocabulary (the dense baseline).
     pub fn all(c: &Csr) -> WordSet {
-        WordSet { words: (0..c.nrows() as u32).collect(), row_ptr: c.indptr().to_vec() }
+        WordSet {
+            words: (0..c.nrows() as u32).collect(),
+            row_ptr: c.indptr().to_vec(),
+        }
     }
 
     /// Only the words that occur in at least one target document: rows of `M`, `K` for the other
@@ -288,21 +374,28 @@ pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<
     let vs = problem.query().len();
     let stride = padded_stride(vs);
     let vecs = problem.vecs();
-    let query_vecs: Vec<f64> =
-        problem.query().iter().flat_map(|&(w, _)| problem.vec(w as usize).iter().copied()).collect();
-    let query_norms: Vec<f64> = query_vecs.chunks_exact(d).map(|q| q.iter().map(|x| x * x).sum()).collect();
+    let query_vecs: Vec<f64> = problem
+        .query()
+        .iter()
+        .flat_map(|&(w, _)| problem.vec(w as usize).iter().copied())
+        .collect();
+    let query_norms: Vec<f64> = query_vecs.chunks_exact(d).map(squared_norm).collect();
     let mut out = vec![0.0; words.len() * stride];
 
-    let block = |(words, out): (&[u32], &mut [f64])| {
+    // `gathered` is reused across the blocks one thread runs: a fresh 600 KB buffer per block
+    // would be a fresh mmap, and its page faults cost as much as the copy.
+    let block = |gathered: &mut Vec<f64>, (words, out): (&[u32], &mut [f64])| {
         let m = words.len();
         let first = words[0] as usize;
         let contiguous = words[m - 1] as usize - first + 1 == m;
-        let gathered: Vec<f64>;
         let lhs: &[f64] = if contiguous {
             &vecs[first * d..(first + m) * d]
         } else {
-            gathered = words.iter().flat_map(|&w| problem.vec(w as usize).iter().copied()).collect();
-            &gathered
+            gathered.clear();
+            for &w in words {
+                gathered.extend_from_slice(problem.vec(w as usize));
+            }
+            gathered
         };
         // SAFETY: dst is `m x vs` inside `out` (m rows of `stride >= vs`), lhs is `m x d`
         // row-major, rhs is `d x vs` read from the `vs x d` row-major query block; all pointers
@@ -331,7 +424,7 @@ pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<
             );
         }
         for (row, a) in out.chunks_exact_mut(stride).zip(lhs.chunks_exact(d)) {
-            let na: f64 = a.iter().map(|x| x * x).sum();
+            let na = squared_norm(a);
             for s in 0..vs {
                 let scale = na + query_norms[s];
                 let d2 = scale + row[s];
@@ -343,19 +436,39 @@ pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<
             }
         }
     };
-    let blocks = words.chunks(DISTANCE_BLOCK).zip(out.chunks_mut(DISTANCE_BLOCK * stride));
+    let blocks = words
+        .chunks(DISTANCE_BLOCK)
+        .zip(out.chunks_mut(DISTANCE_BLOCK * stride));
     if pool.threads() > 1 && words.len() > DISTANCE_BLOCK {
         let blocks: Vec<_> = blocks.collect();
-        pool.run(|| blocks.into_par_iter().for_each(block));
+        pool.run(|| blocks.into_par_iter().for_each_init(Vec::new, block));
     } else {
-        blocks.for_each(block);
+        let mut gathered = Vec::new();
+        blocks.for_each(|b| block(&mut gathered, b));
     }
     out
 }
 
+/// `|a|^2` with four independent partial sums (vectorizable, unlike a single running sum).
+fn squared_norm(a: &[f64]) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let chunks = a.chunks_exact(LANES);
+    let tail: f64 = chunks.remainder().iter().map(|x| x * x).sum();
+    for c in chunks {
+        for l in 0..LANES {
+            acc[l] += c[l] * c[l];
+        }
+    }
+    (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail
+}
+
 /// `||a - b||` summed term by term (no cancellation): exactly 0 for identical vectors.
 pub fn direct_distance(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// `K^T`, `(K / r)^T` and `(K .* M)^T` from the word-major distances (in parallel over words).
@@ -367,7 +480,8 @@ pub fn precompute(m: &[f64], query: &[(u32, f64)], lambda: f64, pool: &Pool) -> 
     let mut km = vec![0.0; m.len()];
     const ROWS: usize = 1024;
     let chunk = ROWS * stride;
-    let work = |(((m, kt), kr), km): (((&[f64], &mut [f64]), &mut [f64]), &mut [f64])| {
+    type Rows<'a> = (((&'a [f64], &'a mut [f64]), &'a mut [f64]), &'a mut [f64]);
+    let work = |(((m, kt), kr), km): Rows| {
         for (((mrow, ktrow), krrow), kmrow) in m
             .chunks_exact(stride)
             .zip(kt.chunks_exact_mut(stride))
@@ -382,14 +496,24 @@ pub fn precompute(m: &[f64], query: &[(u32, f64)], lambda: f64, pool: &Pool) -> 
             }
         }
     };
-    let chunks = m.chunks(chunk).zip(kt.chunks_mut(chunk)).zip(kr.chunks_mut(chunk)).zip(km.chunks_mut(chunk));
+    let chunks = m
+        .chunks(chunk)
+        .zip(kt.chunks_mut(chunk))
+        .zip(kr.chunks_mut(chunk))
+        .zip(km.chunks_mut(chunk));
     if pool.threads() > 1 && m.len() > chunk {
         let chunks: Vec<_> = chunks.collect();
         pool.run(|| chunks.into_par_iter().for_each(work));
     } else {
         chunks.for_each(work);
     }
-    QueryKernels { vs, stride, kt, kr, km }
+    QueryKernels {
+        vs,
+        stride,
+        kt,
+        kr,
+        km,
+    }
 }
 
 /// The `distance` and `precompute` phases for a word set, with their flops added to `flops`.
@@ -404,7 +528,9 @@ pub fn prepare(
     let vs = problem.query().len();
     let m = phases.time("distance", || query_distances(problem, &words.words, pool));
     *flops += distance_flops(words.words.len(), vs, problem.dim());
-    let kernels = phases.time("precompute", || precompute(&m, problem.query(), params.lambda, pool));
+    let kernels = phases.time("precompute", || {
+        precompute(&m, problem.query(), params.lambda, pool)
+    });
     *flops += precompute_flops(words.words.len(), vs);
     kernels
 }
@@ -439,7 +565,13 @@ pub fn update_flops(docs: usize, vs: usize) -> f64 {
 /// are touched, so the padding of `u` stays 0. A zero or non-finite `x` means `exp(-lambda M)`
 /// underflowed somewhere upstream.
 #[inline]
-pub fn update_doc(x: &mut [f64], u: &mut [f64], x_new: &[f64], vs: usize, lambda: f64) -> Result<f64, WmdError> {
+pub fn update_doc(
+    x: &mut [f64],
+    u: &mut [f64],
+    x_new: &[f64],
+    vs: usize,
+    lambda: f64,
+) -> Result<f64, WmdError> {
     let mut diff = 0.0f64;
     let mut scale = 0.0f64;
     for s in 0..vs {
@@ -494,7 +626,12 @@ impl DocState {
         for (x, u) in x.chunks_exact_mut(stride).zip(u.chunks_exact_mut(stride)) {
             init_doc(x, u, vs);
         }
-        let doc_len: Vec<usize> = problem.docs_by_doc().indptr().windows(2).map(|w| w[1] - w[0]).collect();
+        let doc_len: Vec<usize> = problem
+            .docs_by_doc()
+            .indptr()
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .collect();
         DocState {
             vs,
             stride,
@@ -524,8 +661,11 @@ impl DocState {
     pub fn finish_iteration(&mut self, pool: &Pool) -> Result<f64, WmdError> {
         let (vs, stride, tol, lambda) = (self.vs, self.stride, self.tol, self.lambda);
         const DOCS: usize = 256;
-        let work = |((((x, u), xn), active), len): ((((&mut [f64], &mut [f64]), &[f64]), &mut [bool]), &[usize])|
-         -> Result<(f64, usize, usize), WmdError> {
+        type Docs<'a> = (
+            (((&'a mut [f64], &'a mut [f64]), &'a [f64]), &'a mut [bool]),
+            &'a [usize],
+        );
+        let work = |((((x, u), xn), active), len): Docs| -> Result<(f64, usize, usize), WmdError> {
             let mut max_change = 0.0f64;
             let (mut still, mut nnz) = (0, 0);
             for ((((x, u), xn), a), &len) in x

@@ -18,7 +18,9 @@
 //! shorten work already done (the loop of a whole query takes milliseconds).
 
 use crate::distance::{self, KernelTask, Pool, QueryKernels, RowKernel, WordSet};
-use crate::problem::{Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem};
+use crate::problem::{
+    Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
+};
 use crate::{Par, WmdSolver};
 use parbench_common::partition::rows_balanced;
 use parbench_common::Csr;
@@ -74,7 +76,14 @@ impl KernelTask for SolveDocs<'_> {
     type Output = Result<PartStats, WmdError>;
     #[inline(always)]
     fn run<K: RowKernel>(self, kernel: K) -> Self::Output {
-        let SolveDocs { by_doc, position, kernels, params, docs, out } = self;
+        let SolveDocs {
+            by_doc,
+            position,
+            kernels,
+            params,
+            docs,
+            out,
+        } = self;
         solve_docs(kernel, by_doc, position, kernels, params, docs, out)
     }
 }
@@ -91,7 +100,12 @@ fn solve_docs<K: RowKernel>(
 ) -> Result<PartStats, WmdError> {
     let (vs, stride) = (kernels.vs, kernels.stride);
     let mut stats = PartStats::default();
-    let mut s = DocScratch { x: vec![0.0; stride], u: vec![0.0; stride], x_new: vec![0.0; stride], rows: Vec::new() };
+    let mut s = DocScratch {
+        x: vec![0.0; stride],
+        u: vec![0.0; stride],
+        x_new: vec![0.0; stride],
+        rows: Vec::new(),
+    };
     for (j, dist) in docs.zip(out.iter_mut()) {
         let (words, weights) = by_doc.row(j);
         s.rows.clear();
@@ -119,7 +133,9 @@ fn solve_docs<K: RowKernel>(
             wmd += w * kernel.dot(kernels.km_row(k), &s.u);
         }
         if !wmd.is_finite() {
-            return Err(WmdError::Underflow { lambda: params.lambda });
+            return Err(WmdError::Underflow {
+                lambda: params.lambda,
+            });
         }
         *dist = wmd;
     }
@@ -155,7 +171,8 @@ impl WmdSolver for DocMajorFused {
         let position = words.position_map(problem.vocab());
         let bounds = rows_balanced(by_doc.indptr(), pool.threads());
         let mut distances = vec![0.0; n];
-        let mut pieces: Vec<(std::ops::Range<usize>, &mut [f64])> = Vec::with_capacity(bounds.len() - 1);
+        let mut pieces: Vec<(std::ops::Range<usize>, &mut [f64])> =
+            Vec::with_capacity(bounds.len() - 1);
         let mut rest = distances.as_mut_slice();
         for w in bounds.windows(2) {
             let (head, tail) = rest.split_at_mut(w[1] - w[0]);
@@ -163,7 +180,14 @@ impl WmdSolver for DocMajorFused {
             rest = tail;
         }
         let run = |(docs, out): (std::ops::Range<usize>, &mut [f64])| {
-            let task = SolveDocs { by_doc, position: &position, kernels: &kernels, params, docs, out };
+            let task = SolveDocs {
+                by_doc,
+                position: &position,
+                kernels: &kernels,
+                params,
+                docs,
+                out,
+            };
             distance::dispatch(kernels.stride, task)
         };
         let stats: Vec<PartStats> = if pool.threads() > 1 {
@@ -183,7 +207,10 @@ impl WmdSolver for DocMajorFused {
                     iteration: it + 1,
                     max_iter: params.max_iter,
                     active_docs: stats.iter().map(|s| get(&s.still_active)).sum(),
-                    max_change: stats.iter().map(|s| s.max_change.get(it).copied().unwrap_or(0.0)).fold(0.0, f64::max),
+                    max_change: stats
+                        .iter()
+                        .map(|s| s.max_change.get(it).copied().unwrap_or(0.0))
+                        .fold(0.0, f64::max),
                 };
                 let ran: usize = stats.iter().map(|s| get(&s.ran)).sum();
                 flops += distance::update_flops(ran, kernels.vs);
@@ -194,7 +221,13 @@ impl WmdSolver for DocMajorFused {
             iterations
         });
         let loop_nnz: usize = stats.iter().map(|s| s.loop_nnz).sum();
-        flops += distance::sddmm_spmm_flops(loop_nnz, kernels.vs) + distance::final_flops(problem.nnz(), kernels.vs);
-        Ok(WmdOutput { distances, iterations, phases, flops })
+        flops += distance::sddmm_spmm_flops(loop_nnz, kernels.vs)
+            + distance::final_flops(problem.nnz(), kernels.vs);
+        Ok(WmdOutput {
+            distances,
+            iterations,
+            phases,
+            flops,
+        })
     }
 }

@@ -14,7 +14,9 @@
 //! document uses.
 
 use crate::distance::{self, DocState, KernelTask, Pool, QueryKernels, RowKernel, WordSet};
-use crate::problem::{Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem};
+use crate::problem::{
+    Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
+};
 use crate::{Par, WmdSolver};
 use std::time::Instant;
 
@@ -59,7 +61,19 @@ pub(crate) fn sddmm_spmm_type1(
     active: &[bool],
     acc: &mut [f64],
 ) {
-    distance::dispatch(kernels.stride, Type1 { words, docs, weights, kernels, range, u, active, acc })
+    distance::dispatch(
+        kernels.stride,
+        Type1 {
+            words,
+            docs,
+            weights,
+            kernels,
+            range,
+            u,
+            active,
+            acc,
+        },
+    )
 }
 
 struct Type1<'a> {
@@ -77,7 +91,16 @@ impl KernelTask for Type1<'_> {
     type Output = ();
     #[inline(always)]
     fn run<K: RowKernel>(self, kernel: K) {
-        let Type1 { words, docs, weights, kernels, range, u, active, acc } = self;
+        let Type1 {
+            words,
+            docs,
+            weights,
+            kernels,
+            range,
+            u,
+            active,
+            acc,
+        } = self;
         let stride = kernels.stride;
         for_each_nonzero(words, range, |k, p| {
             let j = docs[p] as usize;
@@ -102,7 +125,18 @@ pub(crate) fn sddmm_spmm_type2(
     u: &[f64],
     wmd: &mut [f64],
 ) {
-    distance::dispatch(kernels.stride, Type2 { words, docs, weights, kernels, range, u, wmd })
+    distance::dispatch(
+        kernels.stride,
+        Type2 {
+            words,
+            docs,
+            weights,
+            kernels,
+            range,
+            u,
+            wmd,
+        },
+    )
 }
 
 struct Type2<'a> {
@@ -119,7 +153,15 @@ impl KernelTask for Type2<'_> {
     type Output = ();
     #[inline(always)]
     fn run<K: RowKernel>(self, kernel: K) {
-        let Type2 { words, docs, weights, kernels, range, u, wmd } = self;
+        let Type2 {
+            words,
+            docs,
+            weights,
+            kernels,
+            range,
+            u,
+            wmd,
+        } = self;
         let stride = kernels.stride;
         for_each_nonzero(words, range, |k, p| {
             let j = docs[p] as usize;
@@ -149,33 +191,51 @@ impl WmdSolver for FusedSddmmSpmm {
         let c = problem.docs_by_word();
         let words = WordSet::used(c);
         let kernels = distance::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
-        let all = NonzeroRange { row: 0, first: 0, end: c.nnz() };
+        let all = NonzeroRange {
+            row: 0,
+            first: 0,
+            end: c.nnz(),
+        };
         let mut state = DocState::new(problem, params);
 
         let loop_start = Instant::now();
-        let iterations = distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
-            state.clear_new();
-            sddmm_spmm_type1(
+        let iterations =
+            distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
+                state.clear_new();
+                sddmm_spmm_type1(
+                    &words,
+                    c.indices(),
+                    c.values(),
+                    &kernels,
+                    all,
+                    &state.u,
+                    &state.active,
+                    &mut state.x_new,
+                );
+                Ok(distance::sddmm_spmm_flops(state.active_nnz, kernels.vs))
+            })?;
+        phases.add("loop", loop_start.elapsed().as_secs_f64());
+
+        let distances = phases.time("final", || -> Result<Vec<f64>, WmdError> {
+            let mut wmd = vec![0.0; problem.num_docs()];
+            sddmm_spmm_type2(
                 &words,
                 c.indices(),
                 c.values(),
                 &kernels,
                 all,
                 &state.u,
-                &state.active,
-                &mut state.x_new,
+                &mut wmd,
             );
-            Ok(distance::sddmm_spmm_flops(state.active_nnz, kernels.vs))
-        })?;
-        phases.add("loop", loop_start.elapsed().as_secs_f64());
-
-        let distances = phases.time("final", || -> Result<Vec<f64>, WmdError> {
-            let mut wmd = vec![0.0; problem.num_docs()];
-            sddmm_spmm_type2(&words, c.indices(), c.values(), &kernels, all, &state.u, &mut wmd);
             distance::check_distances(&wmd, params.lambda)?;
             Ok(wmd)
         })?;
         flops += distance::final_flops(c.nnz(), kernels.vs);
-        Ok(WmdOutput { distances, iterations, phases, flops })
+        Ok(WmdOutput {
+            distances,
+            iterations,
+            phases,
+            flops,
+        })
     }
 }

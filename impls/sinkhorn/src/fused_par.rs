@@ -13,7 +13,9 @@
 
 use crate::distance::{self, DocState, Pool, WordSet};
 use crate::fused::{sddmm_spmm_type1, sddmm_spmm_type2, NonzeroRange};
-use crate::problem::{Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem};
+use crate::problem::{
+    Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
+};
 use crate::{Par, WmdSolver};
 use parbench_common::partition::nnz_balanced;
 use rayon::prelude::*;
@@ -54,26 +56,41 @@ impl WmdSolver for FusedSddmmSpmmPar {
         let parts = pool.threads();
         let ranges: Vec<NonzeroRange> = nnz_balanced(&words.row_ptr, parts)
             .windows(2)
-            .map(|w| NonzeroRange { row: w[0].row, first: w[0].nnz, end: w[1].nnz })
+            .map(|w| NonzeroRange {
+                row: w[0].row,
+                first: w[0].nnz,
+                end: w[1].nnz,
+            })
             .collect();
         let mut accs: Vec<Vec<f64>> = (0..parts).map(|_| vec![0.0; n * stride]).collect();
         let mut state = DocState::new(problem, params);
 
         let loop_start = Instant::now();
-        let iterations = distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
-            let (u, active) = (&state.u, &state.active);
-            let kernel = |(acc, &range): (&mut Vec<f64>, &NonzeroRange)| {
-                acc.fill(0.0);
-                sddmm_spmm_type1(&words, c.indices(), c.values(), &kernels, range, u, active, acc);
-            };
-            if parts > 1 {
-                pool.run(|| accs.par_iter_mut().zip(&ranges).for_each(kernel));
-            } else {
-                accs.iter_mut().zip(&ranges).for_each(kernel);
-            }
-            reduce(&accs, &state.active, stride, &mut state.x_new, &pool);
-            Ok(distance::sddmm_spmm_flops(state.active_nnz, kernels.vs) + (parts * state.num_active * stride) as f64)
-        })?;
+        let iterations =
+            distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
+                let (u, active) = (&state.u, &state.active);
+                let kernel = |(acc, &range): (&mut Vec<f64>, &NonzeroRange)| {
+                    acc.fill(0.0);
+                    sddmm_spmm_type1(
+                        &words,
+                        c.indices(),
+                        c.values(),
+                        &kernels,
+                        range,
+                        u,
+                        active,
+                        acc,
+                    );
+                };
+                if parts > 1 {
+                    pool.run(|| accs.par_iter_mut().zip(&ranges).for_each(kernel));
+                } else {
+                    accs.iter_mut().zip(&ranges).for_each(kernel);
+                }
+                reduce(&accs, &state.active, stride, &mut state.x_new, &pool);
+                Ok(distance::sddmm_spmm_flops(state.active_nnz, kernels.vs)
+                    + (parts * state.num_active * stride) as f64)
+            })?;
         phases.add("loop", loop_start.elapsed().as_secs_f64());
 
         let distances = phases.time("final", || -> Result<Vec<f64>, WmdError> {
@@ -98,7 +115,12 @@ impl WmdSolver for FusedSddmmSpmmPar {
             Ok(wmd)
         })?;
         flops += distance::final_flops(c.nnz(), kernels.vs) + (parts * n) as f64;
-        Ok(WmdOutput { distances, iterations, phases, flops })
+        Ok(WmdOutput {
+            distances,
+            iterations,
+            phases,
+            flops,
+        })
     }
 }
 

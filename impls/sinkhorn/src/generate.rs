@@ -69,7 +69,11 @@ fn distinct_words(zipf: &Zipf, vocab: usize, k: usize, rng: &mut Rng) -> Vec<(u3
     // Rejection on repeats; a Zipf tail can make the last distinct words rare, so after enough
     // draws the remaining words are taken uniformly.
     while counts.len() < k {
-        let w = if draws < 16 * k + 64 { zipf.sample(rng) } else { rng.below(vocab as u64) as usize } as u32;
+        let w = if draws < 16 * k + 64 {
+            zipf.sample(rng)
+        } else {
+            rng.below(vocab as u64) as usize
+        } as u32;
         draws += 1;
         match counts.iter_mut().find(|(x, _)| *x == w) {
             Some((_, c)) => *c += 1.0,
@@ -91,16 +95,22 @@ pub fn generate(spec: &SyntheticSpec) -> Result<WmdProblem, WmdError> {
     let mut vecs = vec![0.0; vocab * dim];
     let scale = 1.0 / (dim.max(1) as f64).sqrt();
     if dim > 0 {
-        vecs.par_chunks_mut(EMBEDDING_BLOCK * dim).enumerate().for_each(|(b, block)| {
-            let mut rng = Rng::stream(spec.seed, b as u64);
-            for v in block {
-                *v = fast_normal(&mut rng) * scale;
-            }
-        });
+        vecs.par_chunks_mut(EMBEDDING_BLOCK * dim)
+            .enumerate()
+            .for_each(|(b, block)| {
+                let mut rng = Rng::stream(spec.seed, b as u64);
+                for v in block {
+                    *v = fast_normal(&mut rng) * scale;
+                }
+            });
     }
     let zipf = Zipf::new(vocab.max(1), spec.zipf_exponent);
     let mut rng = Rng::stream(spec.seed, u64::MAX);
-    let query = if vocab > 0 { distinct_words(&zipf, vocab, spec.query_words, &mut rng) } else { Vec::new() };
+    let query = if vocab > 0 {
+        distinct_words(&zipf, vocab, spec.query_words, &mut rng)
+    } else {
+        Vec::new()
+    };
 
     let docs: Vec<Vec<(u32, f64)>> = (0..spec.docs)
         .into_par_iter()
@@ -132,7 +142,15 @@ mod tests {
     use super::*;
 
     fn small() -> SyntheticSpec {
-        SyntheticSpec { vocab: 500, dim: 16, docs: 40, words_per_doc: 7, query_words: 5, zipf_exponent: 1.0, seed: 9 }
+        SyntheticSpec {
+            vocab: 500,
+            dim: 16,
+            docs: 40,
+            words_per_doc: 7,
+            query_words: 5,
+            zipf_exponent: 1.0,
+            seed: 9,
+        }
     }
 
     #[test]
@@ -144,13 +162,22 @@ mod tests {
         assert_eq!(a.query(), b.query());
         assert_eq!(a.query().len(), 5);
         assert_eq!(a.nnz(), 40 * 7);
-        let c = generate(&SyntheticSpec { seed: 10, ..small() }).unwrap();
+        let c = generate(&SyntheticSpec {
+            seed: 10,
+            ..small()
+        })
+        .unwrap();
         assert_ne!(a.vecs(), c.vecs());
     }
 
     #[test]
     fn embeddings_have_variance_one_over_d() {
-        let p = generate(&SyntheticSpec { vocab: 2000, dim: 50, ..small() }).unwrap();
+        let p = generate(&SyntheticSpec {
+            vocab: 2000,
+            dim: 50,
+            ..small()
+        })
+        .unwrap();
         let n = p.vecs().len() as f64;
         let mean = p.vecs().iter().sum::<f64>() / n;
         let var = p.vecs().iter().map(|x| x * x).sum::<f64>() / n;
@@ -160,9 +187,23 @@ mod tests {
 
     #[test]
     fn degenerate_specs_are_errors() {
-        assert_eq!(generate(&SyntheticSpec { docs: 0, ..small() }).unwrap_err(), WmdError::NoDocuments);
-        assert_eq!(generate(&SyntheticSpec { query_words: 0, ..small() }).unwrap_err(), WmdError::EmptyQuery);
+        assert_eq!(
+            generate(&SyntheticSpec { docs: 0, ..small() }).unwrap_err(),
+            WmdError::NoDocuments
+        );
+        assert_eq!(
+            generate(&SyntheticSpec {
+                query_words: 0,
+                ..small()
+            })
+            .unwrap_err(),
+            WmdError::EmptyQuery
+        );
         assert!(generate(&SyntheticSpec { dim: 0, ..small() }).is_err());
-        assert!(generate(&SyntheticSpec { words_per_doc: 0, ..small() }).is_err());
+        assert!(generate(&SyntheticSpec {
+            words_per_doc: 0,
+            ..small()
+        })
+        .is_err());
     }
 }

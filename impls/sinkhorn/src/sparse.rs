@@ -10,7 +10,9 @@
 //! The final step does the same with `(K .* M)` into a `v_s x N` product, then `u .* ...` summed.
 
 use crate::distance::{self, DocState, KernelTask, Pool, QueryKernels, RowKernel, WordSet};
-use crate::problem::{Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem};
+use crate::problem::{
+    Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
+};
 use crate::{Par, WmdSolver};
 use std::time::Instant;
 
@@ -29,11 +31,17 @@ struct SparseV {
 
 impl SparseV {
     fn new(nnz: usize, docs: usize) -> SparseV {
-        SparseV { values: vec![0.0; nnz], t_indptr: vec![0; docs + 1], t_rows: vec![0; nnz], t_values: vec![0.0; nnz] }
+        SparseV {
+            values: vec![0.0; nnz],
+            t_indptr: vec![0; docs + 1],
+            t_rows: vec![0; nnz],
+            t_values: vec![0.0; nnz],
+        }
     }
 
     /// `values[p] = c_p / (K^T[i] . u_j)` at every nonzero of an active document (0 elsewhere).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn sddmm<K: RowKernel>(
         &mut self,
         kernel: K,
@@ -49,8 +57,11 @@ impl SparseV {
             let kt = kernels.kt_row(k);
             for p in words.row_ptr[k]..words.row_ptr[k + 1] {
                 let j = c_docs[p] as usize;
-                self.values[p] =
-                    if active[j] { c_values[p] / kernel.dot(kt, &u[j * stride..(j + 1) * stride]) } else { 0.0 };
+                self.values[p] = if active[j] {
+                    c_values[p] / kernel.dot(kt, &u[j * stride..(j + 1) * stride])
+                } else {
+                    0.0
+                };
             }
         }
     }
@@ -66,10 +77,11 @@ impl SparseV {
         }
         let mut next = self.t_indptr.clone();
         for k in 0..words.words.len() {
-            for p in words.row_ptr[k]..words.row_ptr[k + 1] {
-                let j = c_docs[p] as usize;
+            let row = words.row_ptr[k]..words.row_ptr[k + 1];
+            for (&j, &v) in c_docs[row.clone()].iter().zip(&self.values[row]) {
+                let j = j as usize;
                 self.t_rows[next[j]] = k as u32;
-                self.t_values[next[j]] = self.values[p];
+                self.t_values[next[j]] = v;
                 next[j] += 1;
             }
         }
@@ -77,7 +89,14 @@ impl SparseV {
 
     /// `out[:, j] += A @ v[:, j]` for the active documents, `A` word-major.
     #[inline(always)]
-    fn spmm<K: RowKernel>(&self, kernel: K, a: &[f64], stride: usize, active: &[bool], out: &mut [f64]) {
+    fn spmm<K: RowKernel>(
+        &self,
+        kernel: K,
+        a: &[f64],
+        stride: usize,
+        active: &[bool],
+        out: &mut [f64],
+    ) {
         for (j, out) in out.chunks_exact_mut(stride).enumerate() {
             if !active[j] {
                 continue;
@@ -107,7 +126,16 @@ impl KernelTask for SparseProduct<'_> {
     type Output = ();
     #[inline(always)]
     fn run<K: RowKernel>(self, kernel: K) {
-        let SparseProduct { v, words, c, kernels, u, active, a, out } = self;
+        let SparseProduct {
+            v,
+            words,
+            c,
+            kernels,
+            u,
+            active,
+            a,
+            out,
+        } = self;
         v.sddmm(kernel, words, c.indices(), c.values(), kernels, u, active);
         v.transpose(words, c.indices());
         v.spmm(kernel, a, kernels.stride, active, out);
@@ -138,27 +166,54 @@ impl WmdSolver for SparseSddmmSpmm {
         let mut state = DocState::new(problem, params);
 
         let loop_start = Instant::now();
-        let iterations = distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
-            state.clear_new();
-            let (u, active, a) = (&state.u, &state.active, &kernels.kr);
-            let task = SparseProduct { v: &mut v, words: &words, c, kernels: &kernels, u, active, a, out: &mut state.x_new };
-            distance::dispatch(stride, task);
-            Ok(distance::sddmm_spmm_flops(state.active_nnz, kernels.vs))
-        })?;
+        let iterations =
+            distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
+                state.clear_new();
+                let (u, active, a) = (&state.u, &state.active, &kernels.kr);
+                let task = SparseProduct {
+                    v: &mut v,
+                    words: &words,
+                    c,
+                    kernels: &kernels,
+                    u,
+                    active,
+                    a,
+                    out: &mut state.x_new,
+                };
+                distance::dispatch(stride, task);
+                Ok(distance::sddmm_spmm_flops(state.active_nnz, kernels.vs))
+            })?;
         phases.add("loop", loop_start.elapsed().as_secs_f64());
 
         let distances = phases.time("final", || -> Result<Vec<f64>, WmdError> {
             let all = vec![true; problem.num_docs()];
             let mut kmv = vec![0.0; state.u.len()];
             let (u, a) = (&state.u, &kernels.km);
-            let task = SparseProduct { v: &mut v, words: &words, c, kernels: &kernels, u, active: &all, a, out: &mut kmv };
+            let task = SparseProduct {
+                v: &mut v,
+                words: &words,
+                c,
+                kernels: &kernels,
+                u,
+                active: &all,
+                a,
+                out: &mut kmv,
+            };
             distance::dispatch(stride, task);
-            let wmd: Vec<f64> =
-                kmv.chunks_exact(stride).zip(state.u.chunks_exact(stride)).map(|(a, u)| distance::dot(u, a)).collect();
+            let wmd: Vec<f64> = kmv
+                .chunks_exact(stride)
+                .zip(state.u.chunks_exact(stride))
+                .map(|(a, u)| distance::dot(u, a))
+                .collect();
             distance::check_distances(&wmd, params.lambda)?;
             Ok(wmd)
         })?;
         flops += distance::final_flops(c.nnz(), kernels.vs);
-        Ok(WmdOutput { distances, iterations, phases, flops })
+        Ok(WmdOutput {
+            distances,
+            iterations,
+            phases,
+            flops,
+        })
     }
 }

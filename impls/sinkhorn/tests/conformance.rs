@@ -4,13 +4,21 @@
 use parbench_common::{Csr, Rng};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::reference::reference_wmd;
-use sinkhorn::{variants, Control, IterationReport, Par, SinkhornParams, WmdError, WmdOutput, WmdProblem, WmdSolver};
+use sinkhorn::{
+    variants, Control, IterationReport, Par, SinkhornParams, WmdError, WmdOutput, WmdProblem,
+    WmdSolver,
+};
 
 fn quiet(_: &IterationReport) -> Control {
     Control::Continue
 }
 
-fn solve(v: &dyn WmdSolver, p: &WmdProblem, params: &SinkhornParams, threads: usize) -> Result<WmdOutput, WmdError> {
+fn solve(
+    v: &dyn WmdSolver,
+    p: &WmdProblem,
+    params: &SinkhornParams,
+    threads: usize,
+) -> Result<WmdOutput, WmdError> {
     v.solve(p, params, Par::threads(threads), &mut quiet)
 }
 
@@ -30,9 +38,18 @@ fn assert_close(what: &str, actual: &[f64], expected: &[f64], rel: f64) {
 /// A random problem with awkward features: documents of random length in `1..=max_len`, document
 /// 0 a single word, document 1 (when there are two) sharing no word with the query, the query of
 /// `vs` distinct words.
-fn awkward_problem(seed: u64, vocab: usize, dim: usize, docs: usize, vs: usize, max_len: usize) -> WmdProblem {
+fn awkward_problem(
+    seed: u64,
+    vocab: usize,
+    dim: usize,
+    docs: usize,
+    vs: usize,
+    max_len: usize,
+) -> WmdProblem {
     let mut rng = Rng::new(seed);
-    let vecs: Vec<f64> = (0..vocab * dim).map(|_| rng.normal() / (dim as f64).sqrt()).collect();
+    let vecs: Vec<f64> = (0..vocab * dim)
+        .map(|_| rng.normal() / (dim as f64).sqrt())
+        .collect();
     let pick_distinct = |rng: &mut Rng, k: usize, avoid: &[u32]| -> Vec<u32> {
         let mut w: Vec<u32> = Vec::new();
         while w.len() < k {
@@ -55,7 +72,11 @@ fn awkward_problem(seed: u64, vocab: usize, dim: usize, docs: usize, vs: usize, 
     let qw: Vec<u32> = query.iter().map(|q| q.0).collect();
     let mut triplets = Vec::new();
     for j in 0..docs {
-        let len = if j == 0 { 1 } else { 1 + rng.below(max_len as u64) as usize };
+        let len = if j == 0 {
+            1
+        } else {
+            1 + rng.below(max_len as u64) as usize
+        };
         let avoid: &[u32] = if j == 1 && vs < vocab { &qw } else { &[] };
         let len = len.min(vocab - avoid.len());
         let w = pick_distinct(&mut rng, len, avoid);
@@ -70,9 +91,18 @@ fn awkward_problem(seed: u64, vocab: usize, dim: usize, docs: usize, vs: usize, 
 fn awkward_problems() -> Vec<(&'static str, WmdProblem)> {
     vec![
         ("vocab 31, 1-word query", awkward_problem(1, 31, 5, 9, 1, 6)),
-        ("vocab 53, 7-word query", awkward_problem(2, 53, 7, 23, 7, 11)),
-        ("vocab 101, 19-word query", awkward_problem(3, 101, 12, 37, 19, 17)),
-        ("vocab 13, query = whole vocab", awkward_problem(4, 13, 3, 5, 13, 4)),
+        (
+            "vocab 53, 7-word query",
+            awkward_problem(2, 53, 7, 23, 7, 11),
+        ),
+        (
+            "vocab 101, 19-word query",
+            awkward_problem(3, 101, 12, 37, 19, 17),
+        ),
+        (
+            "vocab 13, query = whole vocab",
+            awkward_problem(4, 13, 3, 5, 13, 4),
+        ),
         (
             "synthetic zipf",
             generate(&SyntheticSpec {
@@ -93,9 +123,21 @@ fn awkward_problems() -> Vec<(&'static str, WmdProblem)> {
 fn every_variant_agrees_with_the_reference() {
     for (name, problem) in awkward_problems() {
         for params in [
-            SinkhornParams { lambda: 1.0, max_iter: 15, tol: None },
-            SinkhornParams { lambda: 7.5, max_iter: 40, tol: Some(1e-7) },
-            SinkhornParams { lambda: 3.0, max_iter: 0, tol: None },
+            SinkhornParams {
+                lambda: 1.0,
+                max_iter: 15,
+                tol: None,
+            },
+            SinkhornParams {
+                lambda: 7.5,
+                max_iter: 40,
+                tol: Some(1e-7),
+            },
+            SinkhornParams {
+                lambda: 3.0,
+                max_iter: 0,
+                tol: None,
+            },
         ] {
             let expected = reference_wmd(&problem, &params).unwrap();
             for v in variants() {
@@ -103,7 +145,11 @@ fn every_variant_agrees_with_the_reference() {
                     let out = solve(v.as_ref(), &problem, &params, threads).unwrap();
                     let what = format!("{} on {name}, {params:?}, {threads} threads", v.name());
                     assert_close(&what, &out.distances, &expected, 1e-10);
-                    assert!(out.iterations <= params.max_iter, "{what}: {} iterations", out.iterations);
+                    assert!(
+                        out.iterations <= params.max_iter,
+                        "{what}: {} iterations",
+                        out.iterations
+                    );
                 }
             }
         }
@@ -116,16 +162,29 @@ fn one_word_query_and_one_word_documents_give_the_euclidean_distance() {
     let q = base.query()[0].0 as usize;
     // Every document is one word (including the query's own word).
     let docs = 12;
-    let triplets: Vec<(usize, usize, f64)> = (0..docs).map(|j| ((j * 5 + q) % 29, j, 1.0)).collect();
+    let triplets: Vec<(usize, usize, f64)> =
+        (0..docs).map(|j| ((j * 5 + q) % 29, j, 1.0)).collect();
     let c = Csr::from_triplets(29, docs, &triplets).unwrap();
     let problem = WmdProblem::new(base.vecs().to_vec(), 6, base.query().to_vec(), c).unwrap();
     let expected: Vec<f64> = triplets
         .iter()
-        .map(|&(w, _, _)| problem.vec(q).iter().zip(problem.vec(w)).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt())
+        .map(|&(w, _, _)| {
+            problem
+                .vec(q)
+                .iter()
+                .zip(problem.vec(w))
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt()
+        })
         .collect();
     assert_eq!(expected[0], 0.0);
     for lambda in [0.1, 1.0, 10.0, 50.0] {
-        let params = SinkhornParams { lambda, max_iter: 5, tol: None };
+        let params = SinkhornParams {
+            lambda,
+            max_iter: 5,
+            tol: None,
+        };
         for v in variants() {
             let out = solve(v.as_ref(), &problem, &params, 2).unwrap();
             let what = format!("{} at lambda {lambda}", v.name());
@@ -138,19 +197,37 @@ fn one_word_query_and_one_word_documents_give_the_euclidean_distance() {
 #[test]
 fn a_document_against_itself_tends_to_zero_as_lambda_grows() {
     let base = awkward_problem(21, 40, 8, 1, 5, 1);
-    let triplets: Vec<(usize, usize, f64)> = base.query().iter().map(|&(w, c)| (w as usize, 0, c)).collect();
+    let triplets: Vec<(usize, usize, f64)> = base
+        .query()
+        .iter()
+        .map(|&(w, c)| (w as usize, 0, c))
+        .collect();
     let c = Csr::from_triplets(40, 1, &triplets).unwrap();
     let problem = WmdProblem::new(base.vecs().to_vec(), 8, base.query().to_vec(), c).unwrap();
     for v in variants() {
         let d: Vec<f64> = [1.0, 10.0, 50.0]
             .iter()
             .map(|&lambda| {
-                let params = SinkhornParams { lambda, max_iter: 1000, tol: Some(1e-13) };
+                let params = SinkhornParams {
+                    lambda,
+                    max_iter: 1000,
+                    tol: Some(1e-13),
+                };
                 solve(v.as_ref(), &problem, &params, 1).unwrap().distances[0]
             })
             .collect();
-        assert!(d[0] > d[1] && d[1] > d[2], "{}: distances over lambda 1, 10, 50 must decrease: {d:?}", v.name());
-        assert!(d[2] < 1e-3 * d[0], "{}: at lambda 50 expected < {:e}, actual {:e}", v.name(), 1e-3 * d[0], d[2]);
+        assert!(
+            d[0] > d[1] && d[1] > d[2],
+            "{}: distances over lambda 1, 10, 50 must decrease: {d:?}",
+            v.name()
+        );
+        assert!(
+            d[2] < 1e-3 * d[0],
+            "{}: at lambda 50 expected < {:e}, actual {:e}",
+            v.name(),
+            1e-3 * d[0],
+            d[2]
+        );
     }
 }
 
@@ -160,43 +237,101 @@ fn bad_inputs_are_errors_not_panics() {
     let c = good.docs_by_word().clone();
     let q = good.query().to_vec();
     let vecs = good.vecs().to_vec();
-    assert!(matches!(WmdProblem::new(vecs[1..].to_vec(), 4, q.clone(), c.clone()), Err(WmdError::EmbeddingShape { .. })));
-    assert!(matches!(WmdProblem::new(vecs.clone(), 5, q.clone(), c.clone()), Err(WmdError::EmbeddingShape { .. })));
+    assert!(matches!(
+        WmdProblem::new(vecs[1..].to_vec(), 4, q.clone(), c.clone()),
+        Err(WmdError::EmbeddingShape { .. })
+    ));
+    assert!(matches!(
+        WmdProblem::new(vecs.clone(), 5, q.clone(), c.clone()),
+        Err(WmdError::EmbeddingShape { .. })
+    ));
     let mut nan = vecs.clone();
     nan[9] = f64::NAN;
-    assert!(matches!(WmdProblem::new(nan, 4, q.clone(), c.clone()), Err(WmdError::EmbeddingNotFinite { word: 2, .. })));
-    assert_eq!(WmdProblem::new(vecs.clone(), 4, vec![], c.clone()).unwrap_err(), WmdError::EmptyQuery);
+    assert!(matches!(
+        WmdProblem::new(nan, 4, q.clone(), c.clone()),
+        Err(WmdError::EmbeddingNotFinite { word: 2, .. })
+    ));
+    assert_eq!(
+        WmdProblem::new(vecs.clone(), 4, vec![], c.clone()).unwrap_err(),
+        WmdError::EmptyQuery
+    );
     assert!(WmdProblem::new(vecs.clone(), 4, vec![(0, 0.0)], c.clone()).is_err());
     let empty_doc = Csr::from_triplets(17, 2, &[(3, 0, 1.0)]).unwrap();
-    assert!(matches!(WmdProblem::new(vecs.clone(), 4, q.clone(), empty_doc), Err(WmdError::EmptyDocument { doc: 1, .. })));
+    assert!(matches!(
+        WmdProblem::new(vecs.clone(), 4, q.clone(), empty_doc),
+        Err(WmdError::EmptyDocument { doc: 1, .. })
+    ));
 
     for v in variants() {
         for lambda in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            let params = SinkhornParams { lambda, max_iter: 3, tol: None };
+            let params = SinkhornParams {
+                lambda,
+                max_iter: 3,
+                tol: None,
+            };
             assert!(
-                matches!(solve(v.as_ref(), &good, &params, 2), Err(WmdError::BadLambda(_))),
+                matches!(
+                    solve(v.as_ref(), &good, &params, 2),
+                    Err(WmdError::BadLambda(_))
+                ),
                 "{}: lambda {lambda} must be rejected",
                 v.name()
             );
         }
-        let params = SinkhornParams { lambda: 1.0, max_iter: 3, tol: Some(-1.0) };
-        assert!(matches!(solve(v.as_ref(), &good, &params, 1), Err(WmdError::BadTolerance(_))), "{}", v.name());
+        let params = SinkhornParams {
+            lambda: 1.0,
+            max_iter: 3,
+            tol: Some(-1.0),
+        };
+        assert!(
+            matches!(
+                solve(v.as_ref(), &good, &params, 1),
+                Err(WmdError::BadTolerance(_))
+            ),
+            "{}",
+            v.name()
+        );
         // exp(-lambda M) underflows to 0 for every pair of distinct words.
-        let params = SinkhornParams { lambda: 1e5, max_iter: 3, tol: None };
+        let params = SinkhornParams {
+            lambda: 1e5,
+            max_iter: 3,
+            tol: None,
+        };
         let got = solve(v.as_ref(), &good, &params, 2);
-        assert_eq!(got.as_ref().err(), Some(&WmdError::Underflow { lambda: 1e5 }), "{}: got {got:?}", v.name());
+        assert_eq!(
+            got.as_ref().err(),
+            Some(&WmdError::Underflow { lambda: 1e5 }),
+            "{}: got {got:?}",
+            v.name()
+        );
     }
 }
 
 #[test]
 fn every_variant_repeats_bit_for_bit() {
     let problem = awkward_problem(41, 211, 9, 70, 8, 25);
-    for params in [SinkhornParams { lambda: 4.0, max_iter: 12, tol: None }, SinkhornParams { lambda: 4.0, max_iter: 50, tol: Some(1e-6) }] {
+    for params in [
+        SinkhornParams {
+            lambda: 4.0,
+            max_iter: 12,
+            tol: None,
+        },
+        SinkhornParams {
+            lambda: 4.0,
+            max_iter: 50,
+            tol: Some(1e-6),
+        },
+    ] {
         for v in variants() {
             for threads in [1, 3] {
                 let a = solve(v.as_ref(), &problem, &params, threads).unwrap();
                 let b = solve(v.as_ref(), &problem, &params, threads).unwrap();
-                assert_eq!(a.distances, b.distances, "{} with {threads} threads", v.name());
+                assert_eq!(
+                    a.distances,
+                    b.distances,
+                    "{} with {threads} threads",
+                    v.name()
+                );
                 assert_eq!(a.iterations, b.iterations, "{}", v.name());
             }
         }
@@ -207,14 +342,33 @@ fn every_variant_repeats_bit_for_bit() {
 fn parallel_variants_equal_fused_for_any_thread_count() {
     let problem = awkward_problem(51, 307, 10, 90, 11, 30);
     let fused = sinkhorn::variant("fused").unwrap();
-    for params in [SinkhornParams { lambda: 6.0, max_iter: 15, tol: None }, SinkhornParams { lambda: 6.0, max_iter: 60, tol: Some(1e-8) }] {
+    for params in [
+        SinkhornParams {
+            lambda: 6.0,
+            max_iter: 15,
+            tol: None,
+        },
+        SinkhornParams {
+            lambda: 6.0,
+            max_iter: 60,
+            tol: Some(1e-8),
+        },
+    ] {
         let expected = solve(fused.as_ref(), &problem, &params, 1).unwrap();
         for name in ["fused-par", "doc-major", "sparse"] {
             let v = sinkhorn::variant(name).unwrap();
             for threads in 1..=4 {
                 let out = solve(v.as_ref(), &problem, &params, threads).unwrap();
-                assert_close(&format!("{name} with {threads} threads, {params:?}"), &out.distances, &expected.distances, 1e-12);
-                assert_eq!(out.iterations, expected.iterations, "{name} with {threads} threads");
+                assert_close(
+                    &format!("{name} with {threads} threads, {params:?}"),
+                    &out.distances,
+                    &expected.distances,
+                    1e-12,
+                );
+                assert_eq!(
+                    out.iterations, expected.iterations,
+                    "{name} with {threads} threads"
+                );
             }
         }
     }
@@ -223,7 +377,11 @@ fn parallel_variants_equal_fused_for_any_thread_count() {
 #[test]
 fn with_a_tolerance_a_document_does_not_depend_on_its_batch() {
     let problem = awkward_problem(61, 89, 6, 30, 6, 12);
-    let params = SinkhornParams { lambda: 5.0, max_iter: 200, tol: Some(1e-6) };
+    let params = SinkhornParams {
+        lambda: 5.0,
+        max_iter: 200,
+        tol: Some(1e-6),
+    };
     // The odd documents alone.
     let by_doc = problem.docs_by_doc();
     let mut triplets = Vec::new();
@@ -231,53 +389,104 @@ fn with_a_tolerance_a_document_does_not_depend_on_its_batch() {
         let (w, c) = by_doc.row(j);
         triplets.extend(w.iter().zip(c).map(|(&w, &c)| (w as usize, jj, c)));
     }
-    let sub = WmdProblem::new(problem.vecs().to_vec(), 6, problem.query().to_vec(), Csr::from_triplets(89, 15, &triplets).unwrap())
-        .unwrap();
+    let sub = WmdProblem::new(
+        problem.vecs().to_vec(),
+        6,
+        problem.query().to_vec(),
+        Csr::from_triplets(89, 15, &triplets).unwrap(),
+    )
+    .unwrap();
     for v in variants() {
         let all = solve(v.as_ref(), &problem, &params, 2).unwrap();
         let odd = solve(v.as_ref(), &sub, &params, 2).unwrap();
         let expected: Vec<f64> = (1..30).step_by(2).map(|j| all.distances[j]).collect();
-        assert_close(&format!("{} on the odd documents", v.name()), &odd.distances, &expected, 1e-12);
-        assert!(all.iterations < params.max_iter, "{}: the tolerance never stopped the loop", v.name());
+        assert_close(
+            &format!("{} on the odd documents", v.name()),
+            &odd.distances,
+            &expected,
+            1e-12,
+        );
+        assert!(
+            all.iterations < params.max_iter,
+            "{}: the tolerance never stopped the loop",
+            v.name()
+        );
     }
 }
 
 #[test]
 fn progress_reports_every_iteration_and_stop_is_honoured() {
     let problem = awkward_problem(71, 67, 5, 20, 4, 8);
-    let params = SinkhornParams { lambda: 2.0, max_iter: 9, tol: None };
+    let params = SinkhornParams {
+        lambda: 2.0,
+        max_iter: 9,
+        tol: None,
+    };
     for v in variants() {
         let mut seen = Vec::new();
         let out = v
-            .solve(&problem, &params, Par::threads(2), &mut |r: &IterationReport| {
-                seen.push(*r);
-                Control::Continue
-            })
+            .solve(
+                &problem,
+                &params,
+                Par::threads(2),
+                &mut |r: &IterationReport| {
+                    seen.push(*r);
+                    Control::Continue
+                },
+            )
             .unwrap();
         assert_eq!(out.iterations, 9, "{}", v.name());
         let its: Vec<usize> = seen.iter().map(|r| r.iteration).collect();
-        assert_eq!(its, (1..=9).collect::<Vec<_>>(), "{}: report iterations", v.name());
+        assert_eq!(
+            its,
+            (1..=9).collect::<Vec<_>>(),
+            "{}: report iterations",
+            v.name()
+        );
         for r in &seen {
-            assert_eq!(r.active_docs, 20, "{}: without a tolerance every document stays active", v.name());
+            assert_eq!(
+                r.active_docs,
+                20,
+                "{}: without a tolerance every document stays active",
+                v.name()
+            );
             assert_eq!(r.max_iter, 9);
-            assert!(r.max_change.is_finite() && r.max_change >= 0.0, "{}: {r:?}", v.name());
+            assert!(
+                r.max_change.is_finite() && r.max_change >= 0.0,
+                "{}: {r:?}",
+                v.name()
+            );
         }
         // Stop after 3 reports: no report after the stop, and a variant that stopped its loop
         // gives the distances of a 3-iteration run.
         let mut calls = 0;
         let stopped = v
-            .solve(&problem, &params, Par::threads(2), &mut |r: &IterationReport| {
-                calls += 1;
-                if r.iteration == 3 {
-                    Control::Stop
-                } else {
-                    Control::Continue
-                }
-            })
+            .solve(
+                &problem,
+                &params,
+                Par::threads(2),
+                &mut |r: &IterationReport| {
+                    calls += 1;
+                    if r.iteration == 3 {
+                        Control::Stop
+                    } else {
+                        Control::Continue
+                    }
+                },
+            )
             .unwrap();
         assert_eq!(calls, 3, "{}: reports after Stop", v.name());
         if stopped.iterations == 3 {
-            let three = solve(v.as_ref(), &problem, &SinkhornParams { max_iter: 3, ..params }, 2).unwrap();
+            let three = solve(
+                v.as_ref(),
+                &problem,
+                &SinkhornParams {
+                    max_iter: 3,
+                    ..params
+                },
+                2,
+            )
+            .unwrap();
             assert_eq!(stopped.distances, three.distances, "{}", v.name());
         }
     }
@@ -286,17 +495,29 @@ fn progress_reports_every_iteration_and_stop_is_honoured() {
 #[test]
 fn outputs_report_phases_and_flops() {
     let problem = awkward_problem(81, 97, 6, 25, 5, 10);
-    let params = SinkhornParams { lambda: 3.0, max_iter: 5, tol: None };
+    let params = SinkhornParams {
+        lambda: 3.0,
+        max_iter: 5,
+        tol: None,
+    };
     let mut flops = Vec::new();
     for v in variants() {
         let out = solve(v.as_ref(), &problem, &params, 2).unwrap();
         for phase in ["distance", "precompute", "loop", "final"] {
-            assert!(out.phases.0.iter().any(|(n, _)| *n == phase), "{}: phase {phase} missing in {:?}", v.name(), out.phases);
+            assert!(
+                out.phases.0.iter().any(|(n, _)| *n == phase),
+                "{}: phase {phase} missing in {:?}",
+                v.name(),
+                out.phases
+            );
         }
         assert!(out.flops > 0.0, "{}: flops {}", v.name(), out.flops);
         flops.push((v.name(), out.flops));
     }
     let dense = flops.iter().find(|f| f.0 == "dense").unwrap().1;
     let fused = flops.iter().find(|f| f.0 == "fused").unwrap().1;
-    assert!(dense > fused, "dense counts its dense products: dense {dense:e}, fused {fused:e}");
+    assert!(
+        dense > fused,
+        "dense counts its dense products: dense {dense:e}, fused {fused:e}"
+    );
 }
