@@ -45,12 +45,22 @@ fn run_mock(dir: &Path, text: &str) -> runner::RunSummary {
 fn a_run_records_every_point_variant_and_repetition_and_its_claims_hold() {
     let tmp = tempfile::tempdir().unwrap();
     let summary = run_mock(tmp.path(), MOCK);
-    assert_eq!(summary.rows.len(), 3 * 2 * 2 * 2, "points x variants x repetitions");
+    assert_eq!(
+        summary.rows.len(),
+        3 * 2 * 2 * 2,
+        "points x variants x repetitions"
+    );
     for c in &summary.claims {
         assert!(c.passed, "claim {} failed: {}", c.name, c.detail);
     }
     let run = tmp.path().join("run");
-    for f in ["results.parquet", "results.csv", "meta.json", "experiment.yaml", "summary.txt"] {
+    for f in [
+        "results.parquet",
+        "results.csv",
+        "meta.json",
+        "experiment.yaml",
+        "summary.txt",
+    ] {
         assert!(run.join(f).is_file(), "{f} missing");
     }
     assert!(run.join("figures/mock_time.png").is_file());
@@ -73,18 +83,38 @@ fn a_run_records_every_point_variant_and_repetition_and_its_claims_hold() {
 #[test]
 fn a_variant_that_disagrees_fails_the_equivalence_claim() {
     let tmp = tempfile::tempdir().unwrap();
-    let summary = run_mock(tmp.path(), &MOCK.replace("[slow, fast]", "[slow, wrong]").replace("denominator: fast", "denominator: wrong"));
-    let eq = summary.claims.iter().find(|c| c.name == "variants agree").unwrap();
+    let summary = run_mock(
+        tmp.path(),
+        &MOCK
+            .replace("[slow, fast]", "[slow, wrong]")
+            .replace("denominator: fast", "denominator: wrong"),
+    );
+    let eq = summary
+        .claims
+        .iter()
+        .find(|c| c.name == "variants agree")
+        .unwrap();
     assert!(!eq.passed, "{}", eq.detail);
-    let worst = summary.rows.iter().filter_map(|r| r.equiv_rel_error).fold(0.0f64, f64::max);
-    assert!(worst > 1e-4 && worst < 1e-2, "wrong differs by about 1e-3, got {worst}");
+    let worst = summary
+        .rows
+        .iter()
+        .filter_map(|r| r.equiv_rel_error)
+        .fold(0.0f64, f64::max);
+    assert!(
+        worst > 1e-4 && worst < 1e-2,
+        "wrong differs by about 1e-3, got {worst}"
+    );
 }
 
 #[test]
 fn a_ratio_claim_fails_when_the_threshold_is_not_met() {
     let tmp = tempfile::tempdir().unwrap();
     let summary = run_mock(tmp.path(), &MOCK.replace("at_least: 99", "at_least: 101"));
-    let c = summary.claims.iter().find(|c| c.name == "fast is 100x faster").unwrap();
+    let c = summary
+        .claims
+        .iter()
+        .find(|c| c.name == "fast is 100x faster")
+        .unwrap();
     assert!(!c.passed, "{}", c.detail);
 }
 
@@ -126,7 +156,10 @@ fn check_passes_against_its_own_baseline_and_flags_a_slower_variant() {
         })
         .collect();
     let report = check::check(&slower, &plan.config, Some(&base), 1.5);
-    assert!(!report.regressions.is_empty(), "a 3x slowdown must be reported");
+    assert!(
+        !report.regressions.is_empty(),
+        "a 3x slowdown must be reported"
+    );
 }
 
 #[test]
@@ -136,31 +169,68 @@ fn cli_exit_codes_distinguish_success_failed_claims_and_bad_files() {
     let good = write_experiment(tmp.path(), MOCK);
     let out = tmp.path().join("cli-run");
     let status = Command::new(exe)
-        .args(["run", good.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "run",
+            good.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
-    assert_eq!(status.status.code(), Some(0), "{}", String::from_utf8_lossy(&status.stderr));
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     let stdout = String::from_utf8_lossy(&status.stdout);
     assert!(stdout.contains("[PASS] fast is 100x faster"), "{stdout}");
 
-    let check = Command::new(exe).args(["check", out.to_str().unwrap()]).output().unwrap();
-    assert_eq!(check.status.code(), Some(0), "{}", String::from_utf8_lossy(&check.stdout));
-    let plot = Command::new(exe).args(["plot", out.to_str().unwrap()]).output().unwrap();
-    assert_eq!(plot.status.code(), Some(0), "{}", String::from_utf8_lossy(&plot.stderr));
+    let check = Command::new(exe)
+        .args(["check", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let plot = Command::new(exe)
+        .args(["plot", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        plot.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plot.stderr)
+    );
 
     let failing = tmp.path().join("failing.yaml");
     std::fs::write(&failing, MOCK.replace("at_least: 99", "at_least: 1000")).unwrap();
     let out2 = tmp.path().join("cli-run-2");
     let st = Command::new(exe)
-        .args(["run", failing.to_str().unwrap(), "--out", out2.to_str().unwrap()])
+        .args([
+            "run",
+            failing.to_str().unwrap(),
+            "--out",
+            out2.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(st.status.code(), Some(3), "a failed claim exits 3");
 
     let bad = tmp.path().join("bad.yaml");
     std::fs::write(&bad, MOCK.replace("repetitions: 2", "repetitions: many")).unwrap();
-    let st = Command::new(exe).args(["run", bad.to_str().unwrap()]).output().unwrap();
+    let st = Command::new(exe)
+        .args(["run", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(st.status.code(), Some(1));
     let err = String::from_utf8_lossy(&st.stderr);
-    assert!(err.contains("bad.yaml") && err.contains(":12"), "error names file and line: {err}");
+    assert!(
+        err.contains("bad.yaml") && err.contains(":12"),
+        "error names file and line: {err}"
+    );
 }

@@ -16,7 +16,9 @@ pub enum CsrError {
     LengthMismatch { indices: usize, values: usize },
     #[error("row {row} has column index {col}, but the matrix has {ncols} columns")]
     ColumnOutOfRange { row: usize, col: u32, ncols: usize },
-    #[error("row {row} has column {col} twice or out of order (columns must be strictly increasing)")]
+    #[error(
+        "row {row} has column {col} twice or out of order (columns must be strictly increasing)"
+    )]
     UnsortedRow { row: usize, col: u32 },
     #[error("entry ({row}, {col}) is not finite: {value}")]
     NotFinite { row: usize, col: u32, value: f64 },
@@ -42,10 +44,16 @@ impl Csr {
         values: Vec<f64>,
     ) -> Result<Csr, CsrError> {
         if indptr.len() != nrows + 1 {
-            return Err(CsrError::IndptrLength { got: indptr.len(), expected: nrows + 1 });
+            return Err(CsrError::IndptrLength {
+                got: indptr.len(),
+                expected: nrows + 1,
+            });
         }
         if indices.len() != values.len() {
-            return Err(CsrError::LengthMismatch { indices: indices.len(), values: values.len() });
+            return Err(CsrError::LengthMismatch {
+                indices: indices.len(),
+                values: values.len(),
+            });
         }
         let nnz = indices.len();
         if indptr[0] != 0 || indptr[nrows] != nnz {
@@ -65,11 +73,21 @@ impl Csr {
                     return Err(CsrError::UnsortedRow { row, col });
                 }
                 if !values[k].is_finite() {
-                    return Err(CsrError::NotFinite { row, col, value: values[k] });
+                    return Err(CsrError::NotFinite {
+                        row,
+                        col,
+                        value: values[k],
+                    });
                 }
             }
         }
-        Ok(Csr { nrows, ncols, indptr, indices, values })
+        Ok(Csr {
+            nrows,
+            ncols,
+            indptr,
+            indices,
+            values,
+        })
     }
 
     /// Builds a matrix from (row, col, value) triplets; duplicates are summed.
@@ -81,10 +99,17 @@ impl Csr {
         let mut counts = vec![0usize; nrows + 1];
         for &(r, c, _) in triplets {
             if r >= nrows {
-                return Err(CsrError::IndptrLength { got: r + 1, expected: nrows + 1 });
+                return Err(CsrError::IndptrLength {
+                    got: r + 1,
+                    expected: nrows + 1,
+                });
             }
             if c >= ncols {
-                return Err(CsrError::ColumnOutOfRange { row: r, col: c as u32, ncols });
+                return Err(CsrError::ColumnOutOfRange {
+                    row: r,
+                    col: c as u32,
+                    ncols,
+                });
             }
             counts[r + 1] += 1;
         }
@@ -167,7 +192,13 @@ impl Csr {
                 next[c] += 1;
             }
         }
-        Csr { nrows: self.ncols, ncols: self.nrows, indptr, indices, values }
+        Csr {
+            nrows: self.ncols,
+            ncols: self.nrows,
+            indptr,
+            indices,
+            values,
+        }
     }
 
     /// Sum of every column (length ncols).
@@ -198,7 +229,8 @@ mod tests {
 
     #[test]
     fn triplets_sum_duplicates_and_transpose_round_trips() {
-        let m = Csr::from_triplets(3, 4, &[(2, 1, 1.0), (0, 3, 2.0), (0, 0, 1.0), (2, 1, 0.5)]).unwrap();
+        let m = Csr::from_triplets(3, 4, &[(2, 1, 1.0), (0, 3, 2.0), (0, 0, 1.0), (2, 1, 0.5)])
+            .unwrap();
         assert_eq!(m.nnz(), 3);
         assert_eq!(m.row(2), (&[1u32][..], &[1.5][..]));
         let t = m.transpose();
@@ -210,12 +242,21 @@ mod tests {
 
     #[test]
     fn invalid_arrays_are_rejected() {
-        assert!(matches!(Csr::new(2, 2, vec![0, 1], vec![0], vec![1.0]), Err(CsrError::IndptrLength { .. })));
+        assert!(matches!(
+            Csr::new(2, 2, vec![0, 1], vec![0], vec![1.0]),
+            Err(CsrError::IndptrLength { .. })
+        ));
         assert!(matches!(
             Csr::new(1, 2, vec![0, 2], vec![1, 0], vec![1.0, 1.0]),
             Err(CsrError::UnsortedRow { .. })
         ));
-        assert!(matches!(Csr::new(1, 2, vec![0, 1], vec![5], vec![1.0]), Err(CsrError::ColumnOutOfRange { .. })));
-        assert!(matches!(Csr::new(1, 2, vec![0, 1], vec![0], vec![f64::NAN]), Err(CsrError::NotFinite { .. })));
+        assert!(matches!(
+            Csr::new(1, 2, vec![0, 1], vec![5], vec![1.0]),
+            Err(CsrError::ColumnOutOfRange { .. })
+        ));
+        assert!(matches!(
+            Csr::new(1, 2, vec![0, 1], vec![0], vec![f64::NAN]),
+            Err(CsrError::NotFinite { .. })
+        ));
     }
 }

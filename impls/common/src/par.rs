@@ -33,7 +33,10 @@ impl Par {
     pub fn install<R: Send>(self, f: impl FnOnce() -> R + Send) -> R {
         match self {
             Par::Seq => f(),
-            Par::Rayon(n) => match rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build() {
+            Par::Rayon(n) => match rayon::ThreadPoolBuilder::new()
+                .num_threads(n.max(1))
+                .build()
+            {
                 Ok(pool) => pool.install(f),
                 // A pool that cannot be built (no threads left) still gives a correct answer
                 // on the caller's thread.

@@ -34,7 +34,10 @@ pub fn nnz_balanced(indptr: &[usize], parts: usize) -> Vec<SplitPoint> {
     (0..=parts)
         .map(|t| {
             let k = (nnz as u128 * t as u128 / parts as u128) as usize;
-            SplitPoint { nnz: k, row: row_of_nonzero(indptr, k) }
+            SplitPoint {
+                nnz: k,
+                row: row_of_nonzero(indptr, k),
+            }
         })
         .collect()
 }
@@ -81,7 +84,10 @@ mod tests {
             assert_eq!(pts[parts].nnz, 10);
             for w in pts.windows(2) {
                 let size = w[1].nnz - w[0].nnz;
-                assert!(size == 10 / parts || size == 10 / parts + 1, "parts {parts} size {size}");
+                assert!(
+                    size == 10 / parts || size == 10 / parts + 1,
+                    "parts {parts} size {size}"
+                );
                 if w[0].nnz < 10 {
                     assert!(indptr[w[0].row] <= w[0].nnz && w[0].nnz < indptr[w[0].row + 1]);
                 }
