@@ -629,7 +629,9 @@ fn share(
     };
     let mut per_point: BTreeMap<usize, (Vec<f64>, &ResultRow)> = BTreeMap::new();
     for &row in selected.iter().filter(|r| r.variant == variant) {
-        let total: f64 = row.phases_s.values().sum();
+        // Phases may nest (a variant can report `loop` and its parts), so the share is taken of
+        // the measured wall time, never of a sum over phases.
+        let total = row.wall_time_s;
         if let (Some(&t), true) = (row.phases_s.get(phase), total > 0.0) {
             per_point
                 .entry(row.point)
@@ -642,7 +644,7 @@ fn share(
         return (
             false,
             format!(
-                "no rows of `{variant}` with phase `{phase}` and positive phase times at the selected points ({})",
+                "no rows of `{variant}` with phase `{phase}` and a positive wall time at the selected points ({})",
                 bounds.required()
             ),
         );
@@ -655,7 +657,7 @@ fn share(
                     bounds.holds(s) && !bounds.is_empty(),
                     bounds.margin(s),
                     format!(
-                        "{variant}: phase `{phase}` = {} of phase time at {}",
+                        "{variant}: phase `{phase}` = {} of wall time at {}",
                         fmt_num(s),
                         labels.label(row)
                     ),

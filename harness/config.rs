@@ -193,8 +193,8 @@ pub enum ClaimConfig {
         #[serde(default)]
         at: BTreeMap<String, Value>,
     },
-    /// Phase `phase` takes at least `at_least` (and at most `at_most`) of the variant's summed
-    /// phase time, at every point selected by `at`.
+    /// Phase `phase` takes at least `at_least` (and at most `at_most`) of the variant's wall
+    /// time (median over repetitions), at every point selected by `at`.
     Share {
         name: String,
         variant: String,

@@ -450,3 +450,14 @@ fn mock_family_through_claims() {
 fn medians_use_the_middle_value() {
     assert_eq!(claims::median(&[5.0, 1.0, 1000.0]), Some(5.0));
 }
+
+/// Regression: Sinkhorn's `dense` reports `loop` and its parts (`loop_dense_product`, ...), so a
+/// share taken of the summed phases halved the loop's share and failed Table I's claim.
+#[test]
+fn share_is_of_wall_time_when_phases_nest() {
+    let mut r = row(0, &[("size", 1)], "fast", 0, 1.0);
+    r.phases_s.insert("compute".to_string(), 0.9);
+    r.phases_s.insert("compute_inner".to_string(), 0.85);
+    r.phases_s.insert("setup".to_string(), 0.1);
+    assert_outcome(&one(share_claim(0.85), &[r]), true, &["= 0.900"]);
+}
