@@ -244,7 +244,7 @@ fn reproduce(
     let mut plans = Vec::new();
     for file in experiment_files(experiments)? {
         let config = parbench::config::load(&file, quick)?;
-        if !wanted.is_empty() && !wanted.iter().any(|w| *w == config.family) {
+        if !wanted.is_empty() && !wanted.contains(&config.family) {
             continue;
         }
         if let (parbench::config::DataSource::Dataset, Some(name)) =
@@ -259,10 +259,7 @@ fn reproduce(
                 continue;
             }
         }
-        let plan = plan::build(&file, quick, data_dir)?;
-        if wanted.is_empty() || wanted.iter().any(|w| *w == plan.config.family) {
-            plans.push(plan);
-        }
+        plans.push(plan::build(&file, quick, data_dir)?);
     }
     if plans.is_empty() {
         bail!("no experiment matched under {}", experiments.display());

@@ -260,9 +260,11 @@ impl FigureData {
             if fig.series == "variant" {
                 row.variant.clone()
             } else {
-                param_of(row, &fig.series)
+                // "query_words=5" in the legend: a bare "5" does not say what varies.
+                let value = param_of(row, &fig.series)
                     .map(Value::to_string)
-                    .unwrap_or_else(|| "(unset)".to_string())
+                    .unwrap_or_else(|| "(unset)".to_string());
+                format!("{}={value}", fig.series)
             }
         };
 
@@ -751,6 +753,13 @@ where
         .build_cartesian_2d(x_spec, y_spec)?;
 
     let categories = data.categories.clone();
+    // Integer x values (threads, sizes) get integer ticks only: "1.5 threads" means nothing.
+    let integer_x = data.categories.is_none()
+        && data
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .all(|p| p.x.fract() == 0.0);
     let x_formatter = move |v: &f64| match &categories {
         Some(labels) => {
             let index = v.round();
@@ -760,6 +769,7 @@ where
                 String::new()
             }
         }
+        None if integer_x && (v - v.round()).abs() > 1e-9 => String::new(),
         None => tick(*v),
     };
     let y_formatter = |v: &f64| tick(*v);

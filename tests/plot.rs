@@ -193,7 +193,7 @@ fn filter_selects_rows_and_series_can_be_a_parameter() {
     let all = figure_series(&fig, &scripted_rows()).unwrap();
     assert_eq!(
         all.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-        ["1", "2", "4", "8"]
+        ["threads=1", "threads=2", "threads=4", "threads=8"]
     );
     // A categorical x ("csr") sits at position 0; one point per series.
     assert!(all
