@@ -159,21 +159,30 @@ impl Family for SinkhornFamily {
     }
 }
 
-/// Real documents: R8 lines `label<TAB>text` (or plain one document per line), the first `docs`
-/// documents as targets, document `query_doc` as the query.
+/// Real documents, the first `docs` of them as targets and document `query_doc` as the query:
+/// R8 lines `label<TAB>text`, or a `.tar.gz` of one document per file (20 Newsgroups, Ohsumed).
+/// A document is numbered by its line (R8) or its position in the archive, for error messages.
 fn dataset_problem(point: &Params, path: &Path, seed: u64) -> Result<WmdProblem> {
     use sinkhorn::corpus;
     let max_docs = get_usize(point, "docs", usize::MAX)?;
     let query_doc = get_usize(point, "query_doc", 0)?;
     let dim = get_usize(point, "dim", 300)?;
-    let docs = crate::datadir::read_r8(path)
-        .with_context(|| format!("reading documents from {}", path.display()))?;
-    let texts: Vec<(usize, String)> = docs
-        .into_iter()
-        .enumerate()
-        .map(|(i, (_, text))| (i + 1, text))
-        .take(max_docs)
-        .collect();
+    let is_archive = path.to_string_lossy().ends_with(".tar.gz");
+    let texts: Vec<(usize, String)> = if is_archive {
+        crate::datadir::read_labeled_tar_gz(path, Some(max_docs))?
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| (i + 1, d.text))
+            .collect()
+    } else {
+        crate::datadir::read_r8(path)
+            .with_context(|| format!("reading documents from {}", path.display()))?
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, text))| (i + 1, text))
+            .take(max_docs)
+            .collect()
+    };
     let embeddings = match point.get("embeddings").and_then(|v| v.as_str()) {
         Some(file) => parbench_common::embeddings::read_word2vec_text(Path::new(file))
             .with_context(|| format!("reading embeddings {file}"))?,

@@ -365,21 +365,65 @@ impl QueryKernels {
     }
 }
 
+/// Words per parallel task of the distance computation.
+const DISTANCE_TASK_WORDS: usize = 256;
+
 /// Distances between the query words and `words`, as an `words.len() x stride` word-major matrix
-/// (padding 0). Computed by blocks of [`DISTANCE_BLOCK`] words, each one GEMM
-/// `block x d` times `d x v_s` (a block of consecutive words is read in place, any other block is
-/// gathered first), blocks spread over `par` threads.
+/// (padding 0). With AVX-512 the in-place microkernel of [`crate::distance_avx512`] reads each
+/// embedding row once; elsewhere a GEMM per block of [`DISTANCE_BLOCK`] words (gathered first when
+/// not consecutive). Tasks of words are spread over the pool's threads.
 pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<f64> {
+    #[cfg(target_arch = "x86_64")]
+    if crate::distance_avx512::available() {
+        return query_distances_avx512(problem, words, pool);
+    }
+    query_distances_gemm(problem, words, pool)
+}
+
+/// The query's embeddings (`v_s x d` row-major) and their squared norms.
+fn query_vectors(problem: &WmdProblem) -> (Vec<f64>, Vec<f64>) {
     let d = problem.dim();
-    let vs = problem.query().len();
-    let stride = padded_stride(vs);
-    let vecs = problem.vecs();
     let query_vecs: Vec<f64> = problem
         .query()
         .iter()
         .flat_map(|&(w, _)| problem.vec(w as usize).iter().copied())
         .collect();
     let query_norms: Vec<f64> = query_vecs.chunks_exact(d).map(squared_norm).collect();
+    (query_vecs, query_norms)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn query_distances_avx512(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<f64> {
+    use crate::distance_avx512::{distances, QueryPack};
+    let stride = padded_stride(problem.query().len());
+    let (query_vecs, query_norms) = query_vectors(problem);
+    let pack = QueryPack::new(&query_vecs, &query_norms, problem.dim(), CANCELLATION_RATIO);
+    let vecs = problem.vecs();
+    let mut out = vec![0.0; words.len() * stride];
+    let task = |(words, out): (&[u32], &mut [f64])| {
+        // SAFETY: `available()` said the CPU has AVX-512F (checked by the caller); the target
+        // feature does not cross into rayon's closure, hence the call in each task.
+        unsafe { distances(&pack, vecs, words, stride, out) }
+    };
+    let tasks = words
+        .chunks(DISTANCE_TASK_WORDS)
+        .zip(out.chunks_mut(DISTANCE_TASK_WORDS * stride));
+    if pool.threads() > 1 && words.len() > DISTANCE_TASK_WORDS {
+        let tasks: Vec<_> = tasks.collect();
+        pool.run(|| tasks.into_par_iter().for_each(task));
+    } else {
+        tasks.for_each(task);
+    }
+    out
+}
+
+/// The portable path of [`query_distances`]: one GEMM per block of words.
+pub(crate) fn query_distances_gemm(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<f64> {
+    let d = problem.dim();
+    let vs = problem.query().len();
+    let stride = padded_stride(vs);
+    let vecs = problem.vecs();
+    let (query_vecs, query_norms) = query_vectors(problem);
     let mut out = vec![0.0; words.len() * stride];
 
     // `gathered` is reused across the blocks one thread runs: a fresh 600 KB buffer per block

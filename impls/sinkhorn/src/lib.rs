@@ -36,6 +36,8 @@
 pub mod corpus;
 pub mod dense;
 pub mod distance;
+#[cfg(target_arch = "x86_64")]
+mod distance_avx512;
 pub mod doc_major;
 pub mod fused;
 pub mod fused_par;
