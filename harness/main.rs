@@ -415,13 +415,13 @@ fn list(experiments: &Path) {
             for file in files {
                 match parbench::config::load(&file, false) {
                     Ok(c) => println!(
-                        "  {:<44} {:<10} {} — {}",
+                        "  {:<52} {:<10} {} — {}",
                         file.display(),
                         c.family,
                         c.reproduces,
                         c.description
                     ),
-                    Err(e) => println!("  {:<44} (invalid: {e})", file.display()),
+                    Err(e) => println!("  {:<52} (invalid: {e})", file.display()),
                 }
             }
         }

@@ -681,6 +681,16 @@ impl<'a> Validator<'a> {
                     );
                 }
             };
+            let check_column = |v: &mut Self, column: &str| {
+                if !is_result_column(column) {
+                    let at = v.at(&path_of("column"));
+                    v.push(
+                        at,
+                        format!("claim `{cname}`: unknown column `{column}`"),
+                        Some(Self::column_help(None)),
+                    );
+                }
+            };
             let (at_map, bounds): (Option<&BTreeMap<String, Value>>, Option<BoundPair>) =
                 match claim {
                     ClaimConfig::Equivalence { max_rel_error, .. } => {
@@ -756,14 +766,7 @@ impl<'a> Validator<'a> {
                                 )),
                             );
                         }
-                        if !is_result_column(column) {
-                            let at = self.at(&path_of("column"));
-                            self.push(
-                                at,
-                                format!("claim `{cname}`: unknown column `{column}`"),
-                                Some(Self::column_help(None)),
-                            );
-                        }
+                        check_column(self, column);
                         if min.is_nan() || max.is_nan() || min > max {
                             let at = self.at(&path_of("min"));
                             self.push(
@@ -797,14 +800,7 @@ impl<'a> Validator<'a> {
                                 )),
                             );
                         }
-                        if !is_result_column(column) {
-                            let at = self.at(&path_of("column"));
-                            self.push(
-                                at,
-                                format!("claim `{cname}`: unknown column `{column}`"),
-                                Some(Self::column_help(None)),
-                            );
-                        }
+                        check_column(self, column);
                         for (key, end) in [("from", from), ("to", to)] {
                             let extreme = matches!(end.as_str(), Some("max") | Some("min"));
                             if !extreme && end.as_f64().is_none() {
