@@ -1,0 +1,80 @@
+//! `async`: the paper's asynchronous master-worker LDA (its "Asynchronized LDA" section).
+//!
+//! Documents are shared out as in `sync`. Each worker, at its own checkpoint (every
+//! `checkpoint_docs` documents of its share), sends the delta since its last exchange; the master
+//! applies it at once and replies with a copy of the current global table. Nobody waits for the
+//! other workers: a worker only waits for its own reply, and with
+//! [`crate::LdaParams::non_blocking`] not even that; it keeps sampling with its current table
+//! while the reply is in flight and folds it in at the next document boundary after it arrives
+//! (double buffer; at most one reply outstanding). Each worker finishes its own share of the
+//! iterations and flushes a final delta.
+//!
+//! Options from the paper: [`crate::DeltaEncoding::Dense`] (a `W x K` difference against a copy
+//! of the last table received) or [`crate::DeltaEncoding::Sparse`] (a hash map keyed by `word *
+//! K + topic`, recorded as topics move); blocking or non-blocking exchange.
+//!
+//! Cost: sampling as in `sync`, but the master's O(W K) merge and copy for one worker overlap the
+//! others' sampling instead of stopping everyone.
+//!
+//! Determinism: NOT reproducible run to run. Which deltas a reply contains depends on the order
+//! in which messages reach the master, i.e. on thread timing; counts are still conserved exactly
+//! (checked by the invariants), and with one worker and blocking exchange the run is
+//! deterministic.
+
+use crate::corpus::Corpus;
+use crate::parallel::{receive, train_master_worker, Incoming, Schedule};
+use crate::problem::{Control, IterationReport, LdaError, LdaOutput, LdaParams};
+use crate::LdaSampler;
+
+/// The asynchronous master-worker sampler.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Async;
+
+impl LdaSampler for Async {
+    fn name(&self) -> &'static str {
+        "async"
+    }
+
+    fn train(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<LdaOutput, LdaError> {
+        let non_blocking = params.non_blocking;
+        train_master_worker(
+            corpus,
+            params,
+            |_| Schedule::Own { non_blocking },
+            params.delta,
+            |master, from_workers, replies, callback| {
+                let mut finished = 0;
+                while finished < replies.len() {
+                    match receive(from_workers)? {
+                        Incoming::Checkpoint(mut update) => {
+                            master.apply(&mut update);
+                            master.merged();
+                            master.record_progress(&update, callback);
+                            // A closed inbox means that worker failed; its Failed message follows.
+                            let worker = update.worker;
+                            let _ = replies[worker].send(master.reply(update));
+                        }
+                        Incoming::Final(mut update, fin) => {
+                            master.apply(&mut update);
+                            master.merged();
+                            master.record_progress(&update, callback);
+                            master.finals[update.worker] = Some(fin);
+                            finished += 1;
+                        }
+                    }
+                }
+                Ok(())
+            },
+            progress,
+        )
+    }
+
+    fn is_parallel(&self) -> bool {
+        true
+    }
+}

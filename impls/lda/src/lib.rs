@@ -1,0 +1,119 @@
+//! Latent Dirichlet allocation by collapsed Gibbs sampling, sequential and parallel.
+//!
+//! Follows the master-worker MPI LDA of `../shared/papers/003_*.txt`, itself built on Newman et
+//! al.'s approximate distributed LDA (AD-LDA). Every token (document d, word w, topic t) is
+//! resampled in turn: remove it from the counts n_dk, n_kw, n_k, draw k with probability
+//! proportional to `(n_dk + alpha)(n_kw + beta) / (n_k + W beta)`, add it back. Quality is the
+//! joint log-likelihood log p(w, z) ([`LdaState::log_likelihood`]).
+//!
+//! Every variant implements [`LdaSampler`]:
+//! - [`Sequential`] (`sequential`): the standard O(K)-per-token sampler; bit-for-bit repeatable.
+//! - [`Sparse`] (`sparse`): SparseLDA's smoothing / document / topic-word buckets, the same
+//!   distribution at about O(nonzero topics) per token.
+//! - [`Sync`] (`sync`): AD-LDA, `workers` threads with a barrier and a merge at every checkpoint;
+//!   repeatable for a seed and worker count.
+//! - [`Async`] (`async`): the paper's asynchronous master-worker; dense or sparse deltas,
+//!   blocking or non-blocking exchange; timing-dependent.
+//!
+//! Workers and master exchange only owned messages over channels (see [`parallel`]'s docs).
+//!
+//! # Using it from the harness
+//!
+//! ```no_run
+//! use lda::{variant, Control, Corpus, LdaParams};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let corpus = Corpus::read_uci("docword.kos.txt".as_ref(), Some("vocab.kos.txt".as_ref()))?;
+//! // or Corpus::read_text(path, &TextOptions { min_count: 5, max_docs: None })
+//! let params = LdaParams { topics: 20, iterations: 100, workers: 2, checkpoint_docs: 500,
+//!                          ..LdaParams::default() };
+//! let sampler = variant("async").expect("known variant");
+//! let out = sampler.train(&corpus, &params, &mut |r| {
+//!     // r.iteration, r.loglik (Some every likelihood_every iterations), r.elapsed_seconds
+//!     Control::Continue
+//! })?;
+//! println!("{} tokens/s, log-likelihood {}", out.tokens_per_second, out.final_loglik);
+//! for k in 0..params.topics {
+//!     let words: Vec<String> =
+//!         out.state.top_words(k, 10).iter().map(|&(w, _)| corpus.word_name(w)).collect();
+//!     println!("topic {k}: {}", words.join(" "));
+//! }
+//! // Tables for --out: out.state.word_topic() (W x K counts), out.state.doc_topic() (D x K),
+//! // or the distributions out.state.topic_word_distributions(beta) (K x W) and
+//! // out.state.doc_topic_distributions(alpha) (D x K).
+//! // Time split: out.workers[i].{sampling,sending,waiting,applying}_seconds; out.merges.
+//! # Ok(()) }
+//! ```
+//!
+//! Variant names for command lines and experiment files: [`variant_names`]; options of the
+//! parallel variants parse with [`DeltaEncoding::from_name`] and [`InnerSampler::from_name`].
+//! Set `likelihood_every = 0` to time sampling alone (the final log-likelihood is computed after
+//! the timed run either way).
+
+pub mod asynchronous;
+pub mod corpus;
+pub mod generate;
+pub mod kernel;
+pub mod math;
+pub mod model;
+pub mod parallel;
+pub mod problem;
+pub mod quality;
+pub mod reference;
+pub mod sequential;
+pub mod sparse;
+pub mod sync;
+
+pub use asynchronous::Async;
+pub use corpus::{Corpus, CorpusError, TextOptions};
+pub use generate::{generate, SyntheticCorpus, SyntheticSpec};
+pub use kernel::conditional_draw_counts;
+pub use model::LdaState;
+pub use problem::{
+    Control, DeltaEncoding, InnerSampler, InvariantRecord, InvariantViolation, IterationReport,
+    LdaError, LdaOutput, LdaParams, LoglikPoint, WorkerStats,
+};
+pub use quality::{hungarian, jensen_shannon, match_topics, TopicMatch};
+pub use sequential::Sequential;
+pub use sparse::Sparse;
+pub use sync::Sync;
+
+/// One way of training LDA by collapsed Gibbs sampling.
+pub trait LdaSampler: Send + std::marker::Sync {
+    /// The variant's name as used in experiment files and on the command line (`async`).
+    fn name(&self) -> &'static str;
+
+    /// Trains on `corpus` from the random initial state of `params.seed`. `progress` hears
+    /// about every completed iteration and may stop the run early by returning
+    /// [`Control::Stop`]; the output then holds the state reached. Nothing is printed.
+    fn train(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<LdaOutput, LdaError>;
+
+    /// Whether the variant runs `params.workers` threads (the sequential ones ignore it).
+    fn is_parallel(&self) -> bool {
+        false
+    }
+}
+
+/// Every variant, in the order the tables list them.
+pub fn variants() -> Vec<Box<dyn LdaSampler>> {
+    vec![
+        Box::new(Sequential),
+        Box::new(Sparse),
+        Box::new(Sync),
+        Box::new(Async),
+    ]
+}
+
+/// The variant called `name`, if there is one.
+pub fn variant(name: &str) -> Option<Box<dyn LdaSampler>> {
+    variants().into_iter().find(|v| v.name() == name)
+}
+
+/// Names of every variant.
+pub fn variant_names() -> Vec<&'static str> {
+    variants().iter().map(|v| v.name()).collect()
+}
