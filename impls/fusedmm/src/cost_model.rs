@@ -1,0 +1,177 @@
+//! Words and messages each rank sends, per phase, for every algorithm, kernel and strategy, as
+//! the implementation performs them (paper Section V, Table III), and the best replication factor.
+//!
+//! Derived from the collective algorithms of [`crate::comm`] (ring all-gather and
+//! reduce-scatter, cyclic shifts by send-receive; self transfers are free) and the passes of each
+//! algorithm. Exact when `m` and `n` are multiples of `p` (every block the same size; then each
+//! rank also receives exactly what it sends); with uneven blocks a rank's counts differ from the
+//! prediction by at most the block-size rounding.
+//!
+//! Notation: `q = p / c`; an all-gather or reduce-scatter along a fiber of a matrix with `x` rows
+//! costs `W(x) = (c - 1) x r / p` words in `c - 1` messages; `q` cyclic shifts of blocks of a
+//! matrix with `y` rows cost `V(y) = q * y r / p = y r / c` words in `q` messages (none when
+//! `q = 1`: the shift is to oneself).
+//!
+//! | algorithm | kernel, strategy | replication | propagation | reduction |
+//! |---|---|---|---|---|
+//! | 1d | SDDMM, SpMMA | | `G` | |
+//! | 1d | SpMMB | | | `G` |
+//! | 1d | FusedMMA | | `2G` | |
+//! | 1d | FusedMMB | | `G` | `G` |
+//! | 1.5d-dense-shift | SDDMM, SpMMB | `W(m)` | `V(n)` | |
+//! | 1.5d-dense-shift | SpMMA | | `V(n)` | `W(m)` |
+//! | 1.5d-dense-shift | FusedMMA none | `W(m)` | `2V(n)` | `W(m)` |
+//! | 1.5d-dense-shift | FusedMMA reuse | `W(n)` | `2V(m)` | |
+//! | 1.5d-dense-shift | FusedMMA fusion | `W(m)` | `V(n)` | `W(m)` |
+//! | 1.5d-dense-shift | FusedMMB none | `2W(m)` | `2V(n)` | |
+//! | 1.5d-dense-shift | FusedMMB reuse | `W(m)` | `2V(n)` | |
+//! | 1.5d-dense-shift | FusedMMB fusion | `W(n)` | `V(m)` | `W(n)` |
+//!
+//! with `G = (p - 1) n r / p` in `p - 1` messages (ring all-gather or reduce-scatter of `B`).
+//! For `m = n` the FusedMM totals are the paper's: no elision `2 (c-1) n r / p + 2 n r / c`
+//! (best `c = sqrt(p)`), reuse `(c-1) n r / p + 2 n r / c` (best `c = sqrt(2p)`), fusion
+//! `2 (c-1) n r / p + n r / c` (best `c = sqrt(p / 2)`).
+
+use crate::comm::Phase;
+use crate::distributed::divisors;
+use crate::kernels::Kernel;
+use crate::problem::Strategy;
+
+/// The sizes a prediction depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub m: usize,
+    pub n: usize,
+    pub r: usize,
+    pub nnz: usize,
+    pub p: usize,
+    pub c: usize,
+}
+
+/// Words and messages one rank sends in one phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PhaseCost {
+    pub words: f64,
+    pub messages: f64,
+}
+
+/// Predicted cost of one run, per rank, by phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cost {
+    phases: [PhaseCost; 3],
+}
+
+impl Cost {
+    pub fn phase(&self, phase: Phase) -> PhaseCost {
+        self.phases[phase as usize]
+    }
+    fn add(&mut self, phase: Phase, words: f64, messages: f64) {
+        let p = &mut self.phases[phase as usize];
+        p.words += words;
+        p.messages += messages;
+    }
+    pub fn total_words(&self) -> f64 {
+        self.phases.iter().map(|p| p.words).sum()
+    }
+    pub fn total_messages(&self) -> f64 {
+        self.phases.iter().map(|p| p.messages).sum()
+    }
+}
+
+/// The cost of `kernel` with `strategy` under the algorithm named `algorithm` (its
+/// [`crate::DistAlgorithm::name`]); `None` for an unknown algorithm, an invalid grid or a
+/// strategy the algorithm does not offer.
+pub fn predict(algorithm: &str, kernel: Kernel, strategy: Strategy, s: Shape) -> Option<Cost> {
+    let (m, n, r, p, c) = (s.m as f64, s.n as f64, s.r as f64, s.p as f64, s.c as f64);
+    if s.p == 0 || s.c == 0 || !s.p.is_multiple_of(s.c) {
+        return None;
+    }
+    let mut cost = Cost::default();
+    match algorithm {
+        "1d" => {
+            if s.c != 1 || (kernel.is_fused() && strategy != Strategy::NoElision) {
+                return None;
+            }
+            let g = (p - 1.0) * n * r / p;
+            let gm = p - 1.0;
+            match kernel {
+                Kernel::Sddmm | Kernel::SpmmA => cost.add(Phase::Propagation, g, gm),
+                Kernel::SpmmB => cost.add(Phase::Reduction, g, gm),
+                Kernel::FusedMmA => cost.add(Phase::Propagation, 2.0 * g, 2.0 * gm),
+                Kernel::FusedMmB => {
+                    cost.add(Phase::Propagation, g, gm);
+                    cost.add(Phase::Reduction, g, gm);
+                }
+            }
+        }
+        "1.5d-dense-shift" => {
+            let q = p / c;
+            let w = |x: f64| ((c - 1.0) * x * r / p, c - 1.0);
+            let v = |y: f64| {
+                if s.p / s.c > 1 {
+                    (q * y * r / p, q)
+                } else {
+                    (0.0, 0.0)
+                }
+            };
+            let mut add = |phase, (words, msgs): (f64, f64), times: f64| {
+                cost.add(phase, times * words, times * msgs)
+            };
+            use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
+            match (kernel, strategy) {
+                (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, v(n), 1.0);
+                }
+                (Kernel::SpmmA, _) => {
+                    add(Prop, v(n), 1.0);
+                    add(Red, w(m), 1.0);
+                }
+                (Kernel::FusedMmA, Strategy::NoElision) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, v(n), 2.0);
+                    add(Red, w(m), 1.0);
+                }
+                (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
+                    add(Repl, w(n), 1.0);
+                    add(Prop, v(m), 2.0);
+                }
+                (Kernel::FusedMmA, Strategy::LocalKernelFusion) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, v(n), 1.0);
+                    add(Red, w(m), 1.0);
+                }
+                (Kernel::FusedMmB, Strategy::NoElision) => {
+                    add(Repl, w(m), 2.0);
+                    add(Prop, v(n), 2.0);
+                }
+                (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, v(n), 2.0);
+                }
+                (Kernel::FusedMmB, Strategy::LocalKernelFusion) => {
+                    add(Repl, w(n), 1.0);
+                    add(Prop, v(m), 1.0);
+                    add(Red, w(n), 1.0);
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(cost)
+}
+
+/// The replication factor (a divisor of `shape.p`; `shape.c` is ignored) with the fewest words
+/// per rank, the smallest on a tie; `None` when the algorithm or strategy is unknown.
+pub fn best_c(algorithm: &str, kernel: Kernel, strategy: Strategy, shape: Shape) -> Option<usize> {
+    let mut best: Option<(f64, usize)> = None;
+    for c in divisors(shape.p) {
+        if let Some(cost) = predict(algorithm, kernel, strategy, Shape { c, ..shape }) {
+            let w = cost.total_words();
+            if best.is_none_or(|(bw, _)| w < bw) {
+                best = Some((w, c));
+            }
+        }
+    }
+    best.map(|(_, c)| c)
+}

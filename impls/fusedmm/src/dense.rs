@@ -1,0 +1,107 @@
+//! A dense row-major matrix: the `A` (m x r) and `B` (n x r) embeddings of FusedMM.
+//!
+//! Row-major because every kernel touches whole rows (one row of `A` or `B` per nonzero of `S`),
+//! and `r` is small (16 to 512), so a row is a few cache lines read with unit stride.
+
+use parbench_common::Rng;
+
+/// A `rows x cols` matrix of `f64`, stored row by row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dense {
+    rows: usize,
+    cols: usize,
+    data: Vec<f64>,
+}
+
+impl Dense {
+    /// The zero matrix.
+    pub fn zeros(rows: usize, cols: usize) -> Dense {
+        Dense {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        }
+    }
+
+    /// Wraps row-major data; `None` when `data.len() != rows * cols`.
+    pub fn from_vec(rows: usize, cols: usize, data: Vec<f64>) -> Option<Dense> {
+        (data.len() == rows * cols).then_some(Dense { rows, cols, data })
+    }
+
+    /// Entries uniform in `[-1, 1)`, row `i` drawn from its own stream of `seed`, so the matrix
+    /// does not depend on how it is generated in parallel or split into blocks.
+    pub fn random(rows: usize, cols: usize, seed: u64) -> Dense {
+        let mut data = Vec::with_capacity(rows * cols);
+        for i in 0..rows {
+            let mut rng = Rng::stream(seed, i as u64);
+            data.extend((0..cols).map(|_| 2.0 * rng.next_f64() - 1.0));
+        }
+        Dense { rows, cols, data }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// All entries, row-major.
+    pub fn data(&self) -> &[f64] {
+        &self.data
+    }
+    pub fn data_mut(&mut self) -> &mut [f64] {
+        &mut self.data
+    }
+    pub fn into_vec(self) -> Vec<f64> {
+        self.data
+    }
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.data[i * self.cols..(i + 1) * self.cols]
+    }
+    pub fn row_mut(&mut self, i: usize) -> &mut [f64] {
+        &mut self.data[i * self.cols..(i + 1) * self.cols]
+    }
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        self.data[i * self.cols + j]
+    }
+
+    /// A copy of rows `start..end`.
+    pub fn row_block(&self, start: usize, end: usize) -> Dense {
+        Dense {
+            rows: end - start,
+            cols: self.cols,
+            data: self.data[start * self.cols..end * self.cols].to_vec(),
+        }
+    }
+
+    /// Stacks blocks with the same column count on top of each other.
+    pub fn vstack(cols: usize, blocks: &[Dense]) -> Dense {
+        let rows = blocks.iter().map(|b| b.rows).sum();
+        let mut data = Vec::with_capacity(rows * cols);
+        for b in blocks {
+            debug_assert_eq!(b.cols, cols);
+            data.extend_from_slice(&b.data);
+        }
+        Dense { rows, cols, data }
+    }
+
+    /// The matrix whose row `perm[i]` is row `i` of `self` (rows move with a permutation of the
+    /// sparse matrix's rows or columns).
+    pub fn permute_rows(&self, perm: &[u32]) -> Dense {
+        assert_eq!(perm.len(), self.rows, "permutation length");
+        let mut out = Dense::zeros(self.rows, self.cols);
+        for (i, &to) in perm.iter().enumerate() {
+            out.row_mut(to as usize).copy_from_slice(self.row(i));
+        }
+        out
+    }
+
+    /// Entry-wise absolute values (for error bounds in tests).
+    pub fn abs(&self) -> Dense {
+        Dense {
+            rows: self.rows,
+            cols: self.cols,
+            data: self.data.iter().map(|x| x.abs()).collect(),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The contract every distributed algorithm implements, the in-process driver, and the block
+//! helpers they share.
+//!
+//! An algorithm runs on one rank at a time: [`DistAlgorithm::run_rank`] takes the rank's
+//! communicator and the global problem, takes its own blocks out of it (setup, no
+//! communication), runs the kernel and returns its piece of the output in global coordinates.
+//! Taking the blocks from the global problem keeps the contract the same for an MPI backend,
+//! where every process would read the input and keep its part. [`run_in_process`] runs all ranks
+//! as threads and assembles the pieces.
+//!
+//! Blocks: `x` items split into `parts` blocks give block `k` the items
+//! `floor(x k / parts) .. floor(x (k + 1) / parts)` ([`crate::comm::block_start`]), so uneven
+//! sizes differ by at most one item.
+
+use crate::comm::threads::run_threads;
+use crate::comm::{block_start, Communicator};
+use crate::kernels::Kernel;
+use crate::problem::{
+    DistRun, FusedMmError, KernelOutput, Problem, RankOutput, RankPiece, Strategy,
+};
+use crate::Dense;
+use parbench_common::{Csr, Par};
+use std::ops::Range;
+use std::time::Instant;
+
+/// One distributed algorithm for all five kernels, with one input and output distribution.
+pub trait DistAlgorithm: Sync {
+    /// The name used on the command line (`1.5d-dense-shift`).
+    fn name(&self) -> &'static str;
+
+    /// Whether `p` ranks with replication factor `c` form a valid grid; the error lists the
+    /// values of `c` that would work.
+    fn check_grid(&self, p: usize, c: usize) -> Result<(), FusedMmError>;
+
+    /// The strategies this algorithm offers for a fused kernel (non-fused kernels ignore the
+    /// strategy). Default: only [`Strategy::NoElision`].
+    fn strategies(&self) -> &'static [Strategy] {
+        &[Strategy::NoElision]
+    }
+
+    /// Runs `kernel` on this rank of a `comm.size()`-rank grid with replication factor `c`.
+    /// Every rank calls it with the same arguments.
+    fn run_rank(
+        &self,
+        comm: &dyn Communicator,
+        problem: &Problem,
+        kernel: Kernel,
+        strategy: Strategy,
+        c: usize,
+        par: Par,
+    ) -> Result<RankOutput, FusedMmError>;
+}
+
+/// Checks that `strategy` is one the algorithm offers, for fused kernels.
+pub fn check_strategy(
+    alg: &dyn DistAlgorithm,
+    kernel: Kernel,
+    strategy: Strategy,
+) -> Result<(), FusedMmError> {
+    if kernel.is_fused() && !alg.strategies().contains(&strategy) {
+        return Err(FusedMmError::Unsupported {
+            algorithm: alg.name(),
+            kernel: kernel.name(),
+            strategy: strategy.name(),
+            supported: alg.strategies().iter().map(|s| s.name()).collect(),
+        });
+    }
+    Ok(())
+}
+
+/// Runs `kernel` with `alg` on `p` in-process ranks and assembles the global result.
+pub fn run_in_process(
+    alg: &dyn DistAlgorithm,
+    problem: &Problem,
+    kernel: Kernel,
+    strategy: Strategy,
+    p: usize,
+    c: usize,
+    par: Par,
+) -> Result<DistRun, FusedMmError> {
+    alg.check_grid(p, c)?;
+    check_strategy(alg, kernel, strategy)?;
+    let start = Instant::now();
+    let runs = run_threads(p, |comm| {
+        alg.run_rank(comm, problem, kernel, strategy, c, par)
+    })
+    .map_err(|f| FusedMmError::Rank {
+        rank: f.rank,
+        message: f.error.to_string(),
+    })?;
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let mut stats = Vec::with_capacity(p);
+    let mut compute_seconds = Vec::with_capacity(p);
+    let mut pieces = Vec::with_capacity(p);
+    for run in runs {
+        stats.push(run.stats);
+        compute_seconds.push(run.value.compute_seconds);
+        pieces.push(run.value.piece);
+    }
+    let output = assemble(problem, kernel, pieces)?;
+    Ok(DistRun {
+        output,
+        stats,
+        compute_seconds,
+        wall_seconds,
+    })
+}
+
+/// Puts the ranks' pieces together.
+fn assemble(
+    problem: &Problem,
+    kernel: Kernel,
+    pieces: Vec<RankPiece>,
+) -> Result<KernelOutput, FusedMmError> {
+    let rows = match kernel {
+        Kernel::Sddmm => {
+            let mut triplets = Vec::with_capacity(problem.nnz());
+            for piece in pieces {
+                if let RankPiece::Sparse(t) = piece {
+                    triplets.extend(t);
+                }
+            }
+            return Ok(KernelOutput::Sparse(Csr::from_triplets(
+                problem.m(),
+                problem.n(),
+                &triplets,
+            )?));
+        }
+        Kernel::SpmmA | Kernel::FusedMmA => problem.m(),
+        Kernel::SpmmB | Kernel::FusedMmB => problem.n(),
+    };
+    let mut out = Dense::zeros(rows, problem.r());
+    for piece in pieces {
+        if let RankPiece::DenseRows { first_row, block } = piece {
+            let w = problem.r();
+            out.data_mut()[first_row * w..(first_row + block.rows()) * w]
+                .copy_from_slice(block.data());
+        }
+    }
+    Ok(KernelOutput::Dense(out))
+}
+
+/// Rows of block `k` when `x` rows are split into `parts` blocks.
+pub fn block_range(x: usize, parts: usize, k: usize) -> Range<usize> {
+    block_start(x, parts, k)..block_start(x, parts, k + 1)
+}
+
+/// Lengths in words of `blocks` (ranges of rows) of width `r`.
+pub fn word_counts(blocks: impl Iterator<Item = Range<usize>>, r: usize) -> Vec<usize> {
+    blocks.map(|b| b.len() * r).collect()
+}
+
+/// Splits the rows `rows` of `t` by column block: column `col` belongs to block `b` of the even
+/// split of `t.ncols()` into `parts`; every block `b` with `keep(b) = Some(k)` becomes output `k`
+/// (of `outputs`), with local row and column indices.
+pub fn extract_blocks(
+    t: &Csr,
+    rows: Range<usize>,
+    parts: usize,
+    outputs: usize,
+    keep: impl Fn(usize) -> Option<usize>,
+) -> Result<Vec<Csr>, FusedMmError> {
+    let n = t.ncols();
+    let starts: Vec<usize> = (0..=parts).map(|b| block_start(n, parts, b)).collect();
+    let mut triplets: Vec<Vec<(usize, usize, f64)>> = vec![Vec::new(); outputs];
+    let mut widths = vec![0usize; outputs];
+    for b in 0..parts {
+        if let Some(k) = keep(b) {
+            widths[k] = starts[b + 1] - starts[b];
+        }
+    }
+    for (li, i) in rows.clone().enumerate() {
+        let (cols, vals) = t.row(i);
+        for (&col, &v) in cols.iter().zip(vals) {
+            let col = col as usize;
+            let b = starts.partition_point(|&s| s <= col) - 1;
+            if let Some(k) = keep(b) {
+                triplets[k].push((li, col - starts[b], v));
+            }
+        }
+    }
+    triplets
+        .iter()
+        .zip(&widths)
+        .map(|(t, &w)| Csr::from_triplets(rows.len(), w, t).map_err(FusedMmError::from))
+        .collect()
+}
+
+/// Appends the nonzeros of `t` with values `vals` (in `t`'s order) as global
+/// `(row0 + row, col0 + col, value)` triplets.
+pub fn push_triplets(
+    t: &Csr,
+    vals: &[f64],
+    row0: usize,
+    col0: usize,
+    out: &mut Vec<(usize, usize, f64)>,
+) {
+    for (li, w) in t.indptr().windows(2).enumerate() {
+        let cols = &t.indices()[w[0]..w[1]];
+        for (&col, &v) in cols.iter().zip(&vals[w[0]..w[1]]) {
+            out.push((row0 + li, col0 + col as usize, v));
+        }
+    }
+}
+
+/// The divisors of `p` (the replication factors of a 1.5D grid).
+pub fn divisors(p: usize) -> Vec<usize> {
+    (1..=p).filter(|&c| p.is_multiple_of(c)).collect()
+}
+
+/// Runs `f`, adding its wall time to `seconds`.
+pub(crate) fn timed<R>(seconds: &mut f64, f: impl FnOnce() -> R) -> R {
+    let t = Instant::now();
+    let r = f();
+    *seconds += t.elapsed().as_secs_f64();
+    r
+}

@@ -1,0 +1,348 @@
+//! Shared-memory SDDMM, SpMM and fused kernels on one CSR block (paper Section II, III-A).
+//!
+//! With `S` an `m x n` CSR, `A` `m x r`, `B` `n x r` (row-major):
+//! - [`sddmm`]: `R = S .* (A B^T)` at the pattern of `S`; one dot product of length `r` per
+//!   nonzero, parallel over nonzeros (nnz-balanced split, every part writes its own range of `R`).
+//! - [`spmm_a`]: `out += R B`; one axpy of length `r` per nonzero into the row's output, parallel
+//!   over whole rows with about equal nonzeros per part (rows never shared, so no write conflicts).
+//! - `R^T A` (SpMMB) is [`spmm_a`] on the transposed copy ([`Transposed`]): a CSC of `R` would
+//!   scatter into rows of the output that other threads also write.
+//! - [`fusedmm_a`]: `out += (S .* (A B^T)) B`, row by row, keeping each `R_ij` in a register: `R`
+//!   is never stored. `FusedMMB(S, A, B) = FusedMMA(S^T, B, A)`, so the same kernel on the
+//!   transposed copy gives `out += (S .* (A B^T))^T A` with no conflicts and no `R`.
+//!
+//! Cost: every kernel streams the sparse block once and reads two rows of length `r` per
+//! nonzero; [`flops`] counts `2 r` per nonzero for SDDMM and SpMM and `4 r` for the fused kernels
+//! (the multiplication by `S_ij` is not counted). They are memory bound for small `r`.
+//!
+//! Determinism: each output entry is summed by one thread in a fixed order, so results do not
+//! depend on the number of threads.
+
+use crate::dense::Dense;
+use parbench_common::partition::{nnz_balanced, rows_balanced};
+use parbench_common::{Csr, CsrError, Par};
+use rayon::prelude::*;
+
+/// Parts per thread in the parallel splits: a few, so a thread that got slow rows is helped.
+const PARTS_PER_THREAD: usize = 4;
+
+/// A borrowed CSR block: the pattern of a [`Csr`] with possibly different values (an SDDMM
+/// output shares its input's pattern, so distributed code keeps one pattern and swaps values).
+#[derive(Clone, Copy, Debug)]
+pub struct CsrRef<'a> {
+    pub nrows: usize,
+    pub ncols: usize,
+    pub indptr: &'a [usize],
+    pub indices: &'a [u32],
+    pub values: &'a [f64],
+}
+
+impl<'a> CsrRef<'a> {
+    /// The same pattern with other values (`values.len()` must equal the nonzero count).
+    pub fn with_values(self, values: &'a [f64]) -> CsrRef<'a> {
+        assert_eq!(values.len(), self.indices.len(), "values for a CSR pattern");
+        CsrRef { values, ..self }
+    }
+    pub fn nnz(&self) -> usize {
+        self.indices.len()
+    }
+}
+
+impl<'a> From<&'a Csr> for CsrRef<'a> {
+    fn from(s: &'a Csr) -> CsrRef<'a> {
+        CsrRef {
+            nrows: s.nrows(),
+            ncols: s.ncols(),
+            indptr: s.indptr(),
+            indices: s.indices(),
+            values: s.values(),
+        }
+    }
+}
+
+/// A CSR block together with its transpose and where each transposed nonzero came from, so that
+/// values computed in the order of the original (an SDDMM output) can be laid out for the
+/// transposed kernels without another sort.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transposed {
+    /// `S^T` with the values of `S`.
+    pub t: Csr,
+    /// `t.values()[k] == s.values()[source[k]]`.
+    pub source: Vec<usize>,
+}
+
+impl Transposed {
+    /// Counting-sort transpose, O(nnz + ncols); rows of the result are sorted because rows of
+    /// `s` are visited in order.
+    pub fn new(s: &Csr) -> Transposed {
+        let (m, n, nnz) = (s.nrows(), s.ncols(), s.nnz());
+        let mut indptr = vec![0usize; n + 1];
+        for &c in s.indices() {
+            indptr[c as usize + 1] += 1;
+        }
+        for j in 0..n {
+            indptr[j + 1] += indptr[j];
+        }
+        let mut next = indptr.clone();
+        let mut indices = vec![0u32; nnz];
+        let mut values = vec![0f64; nnz];
+        let mut source = vec![0usize; nnz];
+        for i in 0..m {
+            for k in s.indptr()[i]..s.indptr()[i + 1] {
+                let c = s.indices()[k] as usize;
+                let slot = next[c];
+                indices[slot] = i as u32;
+                values[slot] = s.values()[k];
+                source[slot] = k;
+                next[c] += 1;
+            }
+        }
+        // Proven invariants: counts sum to nnz, rows come out sorted and unique, values copied
+        // from a valid matrix are finite.
+        let t = Csr::new(n, m, indptr, indices, values).expect("transpose of a valid CSR");
+        Transposed { t, source }
+    }
+
+    /// Values given in the order of the original, laid out in the order of the transpose.
+    pub fn gather_values(&self, original_order: &[f64]) -> Vec<f64> {
+        self.source.iter().map(|&k| original_order[k]).collect()
+    }
+}
+
+/// Which kernel, for flop counts and for naming.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// `R = S .* (A B^T)`.
+    Sddmm,
+    /// `R B` (the sparse input is taken as `R`).
+    SpmmA,
+    /// `R^T A`.
+    SpmmB,
+    /// `SpMMA(SDDMM(A, B, S), B)`.
+    FusedMmA,
+    /// `SpMMB(SDDMM(A, B, S), A)`.
+    FusedMmB,
+}
+
+impl Kernel {
+    pub const ALL: [Kernel; 5] = [
+        Kernel::Sddmm,
+        Kernel::SpmmA,
+        Kernel::SpmmB,
+        Kernel::FusedMmA,
+        Kernel::FusedMmB,
+    ];
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Sddmm => "sddmm",
+            Kernel::SpmmA => "spmma",
+            Kernel::SpmmB => "spmmb",
+            Kernel::FusedMmA => "fusedmma",
+            Kernel::FusedMmB => "fusedmmb",
+        }
+    }
+    pub fn from_name(name: &str) -> Option<Kernel> {
+        Kernel::ALL.into_iter().find(|k| k.name() == name)
+    }
+    /// Whether the kernel is an SDDMM followed by an SpMM.
+    pub fn is_fused(self) -> bool {
+        matches!(self, Kernel::FusedMmA | Kernel::FusedMmB)
+    }
+}
+
+/// Floating-point operations of `kernel` on `nnz` nonzeros with embedding width `r`.
+pub fn flops(kernel: Kernel, nnz: usize, r: usize) -> f64 {
+    let per_nnz = match kernel {
+        Kernel::Sddmm | Kernel::SpmmA | Kernel::SpmmB => 2 * r,
+        Kernel::FusedMmA | Kernel::FusedMmB => 4 * r,
+    };
+    per_nnz as f64 * nnz as f64
+}
+
+#[inline]
+fn dot(x: &[f64], y: &[f64]) -> f64 {
+    // Eight independent partial sums so the loop vectorizes and pipelines.
+    let mut acc = [0.0f64; 8];
+    let (xc, xr) = x.split_at(x.len() - x.len() % 8);
+    let (yc, yr) = y.split_at(xc.len());
+    for (a, b) in xc.chunks_exact(8).zip(yc.chunks_exact(8)) {
+        for l in 0..8 {
+            acc[l] += a[l] * b[l];
+        }
+    }
+    let mut s = (acc[0] + acc[4]) + (acc[1] + acc[5]) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (a, b) in xr.iter().zip(yr) {
+        s += a * b;
+    }
+    s
+}
+
+#[inline]
+fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += alpha * xi;
+    }
+}
+
+fn check_shapes(s: &CsrRef, a_rows: usize, b_rows: usize, a: &Dense, b: &Dense) {
+    assert_eq!(a.rows(), a_rows, "dense row count against the sparse block");
+    assert_eq!(b.rows(), b_rows, "dense row count against the sparse block");
+    assert_eq!(a.cols(), b.cols(), "A and B must have the same width r");
+    assert_eq!(s.values.len(), s.indices.len());
+}
+
+/// Cuts `data` (rows of width `width`) at row boundaries `bounds` into disjoint mutable parts.
+fn split_rows<'a>(data: &'a mut [f64], bounds: &[usize], width: usize) -> Vec<&'a mut [f64]> {
+    let mut parts = Vec::with_capacity(bounds.len().saturating_sub(1));
+    let mut rest = data;
+    for w in bounds.windows(2) {
+        let (head, tail) = rest.split_at_mut((w[1] - w[0]) * width);
+        parts.push(head);
+        rest = tail;
+    }
+    parts
+}
+
+/// Runs `work(part_index, part)` over the parts, on the calling thread or on `par`'s pool.
+fn for_each_part<T: Send>(par: Par, parts: Vec<T>, work: impl Fn(usize, T) + Sync + Send) {
+    match par {
+        Par::Seq => parts.into_iter().enumerate().for_each(|(t, p)| work(t, p)),
+        Par::Rayon(_) => par.install(|| {
+            parts
+                .into_par_iter()
+                .enumerate()
+                .for_each(|(t, p)| work(t, p))
+        }),
+    }
+}
+
+fn parts_for(par: Par) -> usize {
+    match par {
+        Par::Seq => 1,
+        Par::Rayon(n) => n.max(1) * PARTS_PER_THREAD,
+    }
+}
+
+/// SDDMM: `out[k] = S_k * <A_i, B_j>` for every nonzero `k = (i, j)` of `s` (`s` is `m x n`,
+/// `a` is `m x r`, `b` is `n x r`, `out.len() == nnz`).
+pub fn sddmm(s: CsrRef, a: &Dense, b: &Dense, out: &mut [f64], par: Par) {
+    check_shapes(&s, s.nrows, s.ncols, a, b);
+    assert_eq!(out.len(), s.nnz(), "SDDMM output length");
+    let points = nnz_balanced(s.indptr, parts_for(par));
+    let bounds: Vec<usize> = points.iter().map(|p| p.nnz).collect();
+    let parts = split_rows(out, &bounds, 1);
+    for_each_part(par, parts, |t, part| {
+        let (start, end) = (points[t].nnz, points[t + 1].nnz);
+        let mut row = points[t].row;
+        for k in start..end {
+            // Skip rows (possibly empty) that end before nonzero k.
+            while s.indptr[row + 1] <= k {
+                row += 1;
+            }
+            let j = s.indices[k] as usize;
+            part[k - start] = s.values[k] * dot(a.row(row), b.row(j));
+        }
+    });
+}
+
+/// SpMMA: `out += R B` (`r` is `m x n`, `b` is `n x r`, `out` is `m x r`).
+pub fn spmm_a(r: CsrRef, b: &Dense, out: &mut Dense, par: Par) {
+    assert_eq!(out.rows(), r.nrows, "SpMM output rows");
+    assert_eq!(b.rows(), r.ncols, "SpMM dense rows");
+    assert_eq!(out.cols(), b.cols(), "SpMM widths");
+    let width = b.cols();
+    let bounds = rows_balanced(r.indptr, parts_for(par));
+    let parts = split_rows(out.data_mut(), &bounds, width);
+    for_each_part(par, parts, |t, part| {
+        for i in bounds[t]..bounds[t + 1] {
+            let y = &mut part[(i - bounds[t]) * width..(i - bounds[t] + 1) * width];
+            for k in r.indptr[i]..r.indptr[i + 1] {
+                axpy(r.values[k], b.row(r.indices[k] as usize), y);
+            }
+        }
+    });
+}
+
+/// SpMMB: `out += R^T A`, given the transpose `rt` of `R` (`rt` is `n x m`, `a` is `m x r`,
+/// `out` is `n x r`). This is [`spmm_a`] on the transpose, named for readability.
+pub fn spmm_b(rt: CsrRef, a: &Dense, out: &mut Dense, par: Par) {
+    spmm_a(rt, a, out, par)
+}
+
+/// Fused SDDMM + SpMMA: `out += (S .* (A B^T)) B` without storing the SDDMM output.
+pub fn fusedmm_a(s: CsrRef, a: &Dense, b: &Dense, out: &mut Dense, par: Par) {
+    check_shapes(&s, s.nrows, s.ncols, a, b);
+    assert_eq!(out.rows(), s.nrows, "FusedMM output rows");
+    assert_eq!(out.cols(), b.cols(), "FusedMM widths");
+    let width = b.cols();
+    let bounds = rows_balanced(s.indptr, parts_for(par));
+    let parts = split_rows(out.data_mut(), &bounds, width);
+    for_each_part(par, parts, |t, part| {
+        for i in bounds[t]..bounds[t + 1] {
+            let y = &mut part[(i - bounds[t]) * width..(i - bounds[t] + 1) * width];
+            let ai = a.row(i);
+            for k in s.indptr[i]..s.indptr[i + 1] {
+                let bj = b.row(s.indices[k] as usize);
+                axpy(s.values[k] * dot(ai, bj), bj, y);
+            }
+        }
+    });
+}
+
+/// Fused SDDMM + SpMMB: `out += (S .* (A B^T))^T A`, given `st = S^T` (`n x m`), by the
+/// identity `FusedMMB(S, A, B) = FusedMMA(S^T, B, A)`.
+pub fn fusedmm_b(st: CsrRef, a: &Dense, b: &Dense, out: &mut Dense, par: Par) {
+    fusedmm_a(st, b, a, out, par)
+}
+
+/// The whole-matrix kernels in one call, allocating their outputs: what the distributed
+/// algorithms are checked against and what the local benchmarks time.
+pub mod whole {
+    use super::*;
+
+    /// `S .* (A B^T)` as a CSR with the pattern of `s`; an error only when a product
+    /// overflows to infinity.
+    pub fn sddmm(s: &Csr, a: &Dense, b: &Dense, par: Par) -> Result<Csr, CsrError> {
+        let mut vals = vec![0.0; s.nnz()];
+        super::sddmm(s.into(), a, b, &mut vals, par);
+        with_values(s, vals)
+    }
+    /// `R B`.
+    pub fn spmm_a(r: &Csr, b: &Dense, par: Par) -> Dense {
+        let mut out = Dense::zeros(r.nrows(), b.cols());
+        super::spmm_a(r.into(), b, &mut out, par);
+        out
+    }
+    /// `R^T A` (transposes `r` first; callers with a stored transpose use [`super::spmm_b`]).
+    pub fn spmm_b(r: &Csr, a: &Dense, par: Par) -> Dense {
+        let rt = r.transpose();
+        let mut out = Dense::zeros(r.ncols(), a.cols());
+        super::spmm_b((&rt).into(), a, &mut out, par);
+        out
+    }
+    /// `(S .* (A B^T)) B`, fused.
+    pub fn fusedmm_a(s: &Csr, a: &Dense, b: &Dense, par: Par) -> Dense {
+        let mut out = Dense::zeros(s.nrows(), b.cols());
+        super::fusedmm_a(s.into(), a, b, &mut out, par);
+        out
+    }
+    /// `(S .* (A B^T))^T A`, fused on the transpose of `s`.
+    pub fn fusedmm_b(s: &Csr, a: &Dense, b: &Dense, par: Par) -> Dense {
+        let st = s.transpose();
+        let mut out = Dense::zeros(s.ncols(), a.cols());
+        super::fusedmm_b((&st).into(), a, b, &mut out, par);
+        out
+    }
+
+    /// A matrix with the pattern of `s` and the given values (rejected when not finite).
+    pub fn with_values(s: &Csr, values: Vec<f64>) -> Result<Csr, CsrError> {
+        Csr::new(
+            s.nrows(),
+            s.ncols(),
+            s.indptr().to_vec(),
+            s.indices().to_vec(),
+            values,
+        )
+    }
+}

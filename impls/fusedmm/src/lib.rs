@@ -1,0 +1,80 @@
+//! SDDMM, SpMM and FusedMM: shared-memory kernels and distributed-memory algorithms with exact
+//! communication accounting.
+//!
+//! Follows Bharadwaj, Buluç and Demmel, "Distributed-Memory Sparse Kernels for Machine Learning"
+//! (`../shared/papers/001_*.txt`). With `S` an `m x n` sparse matrix, `A` `m x r`, `B` `n x r`:
+//! - `SDDMM(A, B, S) = S .* (A B^T)`, sparse with the pattern of `S`;
+//! - `SpMMA(R, B) = R B` (`m x r`), `SpMMB(R, A) = R^T A` (`n x r`);
+//! - `FusedMMA = SpMMA(SDDMM(A, B, S), B)`, `FusedMMB = SpMMB(SDDMM(A, B, S), A)`.
+//!
+//! Layout of the crate:
+//! - [`dense`]: the row-major [`Dense`] matrix; sparse matrices are [`parbench_common::Csr`].
+//! - [`kernels`]: the local kernels (rayon, nnz-balanced), the fused ones never storing `R`, and
+//!   [`flops`] for GFLOP/s.
+//! - [`reference`](mod@reference): dense, obviously right versions for the tests.
+//! - [`generate`]: seeded Erdős-Rényi (fixed nonzeros per row) and R-MAT matrices, random
+//!   permutations. [`mtx`]: MatrixMarket reader and writer.
+//! - [`comm`]: the [`comm::Communicator`] trait (MPI-shaped, object safe, so an rsmpi backend can
+//!   implement it without touching the algorithms), the counting convention, and
+//!   [`comm::threads`], the in-process backend (one thread per rank, channels only).
+//! - [`distributed`]: the [`DistAlgorithm`] trait every algorithm implements and
+//!   [`run_in_process`]; one file per algorithm: [`one_d`] (the paper's 1D baseline) and
+//!   [`dense_shift`] (1.5D dense shifting, dense replicating, with the three FusedMM
+//!   strategies).
+//! - [`cost_model`]: words and messages per rank per phase, predicted, and the best `c`.
+//!
+//! Status against issue 3.
+//!
+//! Done and tested:
+//! - local kernels (checked against [`reference`](mod@reference) to `1e-12` relative to the sum of absolute
+//!   terms, on empty rows, one row or column, prime sizes, `r = 1, 3, 16, 17`; thread-count
+//!   independent); `examples/local_gflops.rs` prints GFLOP/s;
+//! - generators, permutations, MatrixMarket reader and writer (errors with line numbers);
+//! - the communicator and its in-process backend (collective results and counts on
+//!   hand-computed cases, failure propagation instead of hangs);
+//! - [`OneD`] and [`DenseShift15`] (three strategies) for all five kernels, one distribution per
+//!   algorithm, against the serial kernels for `p` up to 8, every valid `c`, uneven and empty
+//!   blocks, ER and permuted R-MAT matrices;
+//! - [`cost_model`] for both, equal to the measured counts on every rank and phase where blocks
+//!   divide evenly (p up to 12), and the paper's best-`c` ordering and `1/sqrt(2)` ratio.
+//!
+//! Not done yet: 1.5D sparse shifting, 2.5D dense replicating and 2.5D sparse replicating
+//! (algorithms and model rows); criterion benchmarks and the fused-vs-unfused experiment; the
+//! `parbench fusedmm` command and harness integration; the ALS and GAT applications; the
+//! experiments; the MPI backend (issue 6). The local kernels are plain loops (no cache blocking
+//! or prefetching).
+
+pub mod comm;
+pub mod cost_model;
+pub mod dense;
+pub mod dense_shift;
+pub mod distributed;
+pub mod generate;
+pub mod kernels;
+pub mod mtx;
+pub mod one_d;
+pub mod problem;
+pub mod reference;
+
+pub use dense::Dense;
+pub use dense_shift::DenseShift15;
+pub use distributed::{run_in_process, DistAlgorithm};
+pub use kernels::{flops, CsrRef, Kernel, Transposed};
+pub use one_d::OneD;
+pub use parbench_common::{Csr, Par};
+pub use problem::{DistRun, FusedMmError, KernelOutput, Problem, RankOutput, RankPiece, Strategy};
+
+/// Every distributed algorithm, in the order the tables list them.
+pub fn algorithms() -> Vec<Box<dyn DistAlgorithm>> {
+    vec![Box::new(OneD), Box::new(DenseShift15)]
+}
+
+/// The algorithm called `name`, if there is one.
+pub fn algorithm(name: &str) -> Option<Box<dyn DistAlgorithm>> {
+    algorithms().into_iter().find(|a| a.name() == name)
+}
+
+/// Names of every algorithm.
+pub fn algorithm_names() -> Vec<&'static str> {
+    algorithms().iter().map(|a| a.name()).collect()
+}

@@ -1,0 +1,329 @@
+//! Conformance suite: every distributed algorithm in `fusedmm::algorithms()`, every kernel and
+//! every strategy it offers, on many grids and shapes (uneven blocks and empty blocks included),
+//! against the serial kernels; and the measured communication against the cost model.
+
+use fusedmm::comm::Phase;
+use fusedmm::cost_model::{self, Shape};
+use fusedmm::generate::erdos_renyi;
+use fusedmm::kernels::whole;
+use fusedmm::reference::abs_csr;
+use fusedmm::{
+    algorithms, distributed::divisors, run_in_process, Dense, DistAlgorithm, FusedMmError, Kernel,
+    KernelOutput, Par, Problem, Strategy,
+};
+
+const REL: f64 = 1e-12;
+
+/// The serial result and, entry by entry, the sum of absolute terms that bounds its rounding.
+fn serial(problem: &Problem, kernel: Kernel) -> (KernelOutput, Vec<f64>) {
+    let (s, a, b) = (problem.s(), problem.a(), problem.b());
+    let (sa, aa, ba) = (abs_csr(s), a.abs(), b.abs());
+    let seq = Par::Seq;
+    match kernel {
+        Kernel::Sddmm => (
+            KernelOutput::Sparse(whole::sddmm(s, a, b, seq).unwrap()),
+            whole::sddmm(&sa, &aa, &ba, seq).unwrap().values().to_vec(),
+        ),
+        Kernel::SpmmA => (
+            KernelOutput::Dense(whole::spmm_a(s, b, seq)),
+            whole::spmm_a(&sa, &ba, seq).into_vec(),
+        ),
+        Kernel::SpmmB => (
+            KernelOutput::Dense(whole::spmm_b(s, a, seq)),
+            whole::spmm_b(&sa, &aa, seq).into_vec(),
+        ),
+        Kernel::FusedMmA => (
+            KernelOutput::Dense(whole::fusedmm_a(s, a, b, seq)),
+            whole::fusedmm_a(&sa, &aa, &ba, seq).into_vec(),
+        ),
+        Kernel::FusedMmB => (
+            KernelOutput::Dense(whole::fusedmm_b(s, a, b, seq)),
+            whole::fusedmm_b(&sa, &aa, &ba, seq).into_vec(),
+        ),
+    }
+}
+
+fn assert_output_close(what: &str, actual: &KernelOutput, expected: &KernelOutput, bound: &[f64]) {
+    let (a, e): (&[f64], &[f64]) = match (actual, expected) {
+        (KernelOutput::Sparse(a), KernelOutput::Sparse(e)) => {
+            assert_eq!(a.indptr(), e.indptr(), "{what}: pattern");
+            assert_eq!(a.indices(), e.indices(), "{what}: pattern");
+            (a.values(), e.values())
+        }
+        (KernelOutput::Dense(a), KernelOutput::Dense(e)) => {
+            assert_eq!((a.rows(), a.cols()), (e.rows(), e.cols()), "{what}: shape");
+            (a.data(), e.data())
+        }
+        _ => panic!("{what}: sparse and dense outputs"),
+    };
+    for (k, ((&x, &y), &b)) in a.iter().zip(e).zip(bound).enumerate() {
+        let tol = REL * b.max(f64::MIN_POSITIVE);
+        assert!(
+            (x - y).abs() <= tol,
+            "{what}: entry {k}: expected {y:e}, actual {x:e}, |diff| {:e} > {tol:e}",
+            (x - y).abs()
+        );
+    }
+}
+
+fn problem(m: usize, n: usize, r: usize, per_row: usize, seed: u64) -> Problem {
+    let s = erdos_renyi(m, n, per_row, seed, Par::Seq).unwrap();
+    Problem::new(
+        s,
+        Dense::random(m, r, seed + 1),
+        Dense::random(n, r, seed + 2),
+    )
+    .unwrap()
+}
+
+fn grids(alg: &dyn DistAlgorithm, ps: &[usize]) -> Vec<(usize, usize)> {
+    let mut g = Vec::new();
+    for &p in ps {
+        for c in divisors(p) {
+            if alg.check_grid(p, c).is_ok() {
+                g.push((p, c));
+            }
+        }
+    }
+    g
+}
+
+fn runs(alg: &dyn DistAlgorithm, kernel: Kernel) -> Vec<Strategy> {
+    if kernel.is_fused() {
+        alg.strategies().to_vec()
+    } else {
+        vec![Strategy::NoElision]
+    }
+}
+
+#[test]
+fn every_algorithm_matches_the_serial_kernels() {
+    // (m, n, r, nonzeros per row): uneven blocks, more ranks than rows, r = 1, 3, 16.
+    let shapes = [
+        (37, 29, 3, 4),
+        (48, 48, 16, 5),
+        (3, 11, 1, 2),
+        (23, 41, 5, 0),
+        (60, 17, 2, 17),
+    ];
+    for (case, &(m, n, r, per_row)) in shapes.iter().enumerate() {
+        let pr = problem(m, n, r, per_row, 10 * case as u64);
+        let expected: Vec<_> = Kernel::ALL.iter().map(|&k| serial(&pr, k)).collect();
+        for alg in algorithms() {
+            for (p, c) in grids(&*alg, &[1, 2, 3, 4, 6, 8]) {
+                for (ki, &kernel) in Kernel::ALL.iter().enumerate() {
+                    for strategy in runs(&*alg, kernel) {
+                        let what = format!(
+                            "{} {} {} p={p} c={c} m={m} n={n} r={r} nnz/row={per_row}",
+                            alg.name(),
+                            kernel.name(),
+                            strategy.name()
+                        );
+                        let run = run_in_process(&*alg, &pr, kernel, strategy, p, c, Par::Seq)
+                            .unwrap_or_else(|e| panic!("{what}: {e}"));
+                        assert_output_close(&what, &run.output, &expected[ki].0, &expected[ki].1);
+                        let sent: u64 = run.stats.iter().map(|s| s.total().words_sent).sum();
+                        let recv: u64 = run.stats.iter().map(|s| s.total().words_received).sum();
+                        assert_eq!(sent, recv, "{what}: words sent and received differ");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn local_parallelism_inside_ranks_gives_the_same_answer() {
+    let pr = problem(41, 43, 8, 6, 77);
+    for alg in algorithms() {
+        let c = if alg.name() == "1d" { 1 } else { 2 };
+        for kernel in Kernel::ALL {
+            let seq =
+                run_in_process(&*alg, &pr, kernel, Strategy::NoElision, 4, c, Par::Seq).unwrap();
+            let par = run_in_process(&*alg, &pr, kernel, Strategy::NoElision, 4, c, Par::Rayon(2))
+                .unwrap();
+            assert_eq!(seq.output, par.output, "{} {}", alg.name(), kernel.name());
+        }
+    }
+}
+
+#[test]
+fn measured_counts_equal_the_model_when_blocks_divide_evenly() {
+    // (m, n, r) with m and n multiples of every p tested.
+    for &(m, n, r) in &[(48, 24, 3), (24, 72, 4), (96, 96, 1)] {
+        let pr = problem(m, n, r, 3, m as u64 + n as u64);
+        for alg in algorithms() {
+            for (p, c) in grids(&*alg, &[1, 2, 3, 4, 6, 8, 12]) {
+                for kernel in Kernel::ALL {
+                    for strategy in runs(&*alg, kernel) {
+                        let what = format!(
+                            "{} {} {} p={p} c={c} m={m} n={n} r={r}",
+                            alg.name(),
+                            kernel.name(),
+                            strategy.name()
+                        );
+                        let run =
+                            run_in_process(&*alg, &pr, kernel, strategy, p, c, Par::Seq).unwrap();
+                        let shape = Shape {
+                            m,
+                            n,
+                            r,
+                            nnz: pr.nnz(),
+                            p,
+                            c,
+                        };
+                        let model = cost_model::predict(alg.name(), kernel, strategy, shape)
+                            .unwrap_or_else(|| panic!("{what}: no model"));
+                        for (rank, st) in run.stats.iter().enumerate() {
+                            for phase in Phase::ALL {
+                                let got = st.phase(phase);
+                                let want = model.phase(phase);
+                                let measured = [
+                                    got.words_sent as f64,
+                                    got.words_received as f64,
+                                    got.messages_sent as f64,
+                                    got.messages_received as f64,
+                                ];
+                                let predicted =
+                                    [want.words, want.words, want.messages, want.messages];
+                                assert_eq!(
+                                    measured,
+                                    predicted,
+                                    "{what} rank {rank} {}: [words sent, received, messages sent, received]",
+                                    phase.name()
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn uneven_blocks_stay_within_one_row_per_block_of_the_model() {
+    let (m, n, r) = (37, 29, 3);
+    let pr = problem(m, n, r, 4, 5);
+    let alg = fusedmm::DenseShift15;
+    for (p, c) in [(6, 2), (8, 4), (4, 1)] {
+        for kernel in Kernel::ALL {
+            for strategy in runs(&alg, kernel) {
+                let run = run_in_process(&alg, &pr, kernel, strategy, p, c, Par::Seq).unwrap();
+                let shape = Shape {
+                    m,
+                    n,
+                    r,
+                    nnz: pr.nnz(),
+                    p,
+                    c,
+                };
+                let model = cost_model::predict(alg.name(), kernel, strategy, shape).unwrap();
+                for st in &run.stats {
+                    let total = st.total();
+                    // Each message carries at most one more row than the average block.
+                    let slack = total.messages_sent as f64 * r as f64;
+                    assert!(
+                        (total.words_sent as f64 - model.total_words()).abs() <= slack,
+                        "p={p} c={c} {} {}: measured {}, model {}",
+                        kernel.name(),
+                        strategy.name(),
+                        total.words_sent,
+                        model.total_words()
+                    );
+                    assert_eq!(total.messages_sent as f64, model.total_messages());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn impossible_grids_and_strategies_are_errors_that_say_what_works() {
+    let pr = problem(8, 8, 2, 2, 1);
+    let err = run_in_process(
+        &fusedmm::DenseShift15,
+        &pr,
+        Kernel::Sddmm,
+        Strategy::NoElision,
+        6,
+        4,
+        Par::Seq,
+    )
+    .unwrap_err();
+    match &err {
+        FusedMmError::Grid { valid, .. } => assert_eq!(valid, &vec![1, 2, 3, 6]),
+        other => panic!("expected a grid error, got {other:?}"),
+    }
+    assert!(err.to_string().contains("[1, 2, 3, 6]"), "{err}");
+    let err = run_in_process(
+        &fusedmm::OneD,
+        &pr,
+        Kernel::FusedMmA,
+        Strategy::LocalKernelFusion,
+        2,
+        1,
+        Par::Seq,
+    )
+    .unwrap_err();
+    assert!(matches!(err, FusedMmError::Unsupported { .. }), "{err}");
+    assert!(matches!(
+        run_in_process(
+            &fusedmm::OneD,
+            &pr,
+            Kernel::Sddmm,
+            Strategy::NoElision,
+            2,
+            2,
+            Par::Seq
+        ),
+        Err(FusedMmError::Grid { .. })
+    ));
+}
+
+#[test]
+fn problem_shapes_are_checked() {
+    let s = erdos_renyi(4, 5, 2, 1, Par::Seq).unwrap();
+    assert!(matches!(
+        Problem::new(s.clone(), Dense::zeros(4, 3), Dense::zeros(4, 3)),
+        Err(FusedMmError::Shape { .. })
+    ));
+    assert!(matches!(
+        Problem::new(s.clone(), Dense::zeros(4, 3), Dense::zeros(5, 2)),
+        Err(FusedMmError::Shape { .. })
+    ));
+    assert!(Problem::new(s, Dense::zeros(4, 3), Dense::zeros(5, 3)).is_ok());
+}
+
+#[test]
+fn algorithms_are_found_by_name() {
+    for name in fusedmm::algorithm_names() {
+        assert_eq!(fusedmm::algorithm(name).unwrap().name(), name);
+    }
+    assert!(fusedmm::algorithm("3d").is_none());
+}
+
+#[test]
+fn permuted_rmat_matrices_match_on_every_algorithm() {
+    use fusedmm::generate::{permute, random_permutation, rmat, RmatSpec};
+    let s = rmat(&RmatSpec::new(6, 4, 3)).unwrap();
+    let s = permute(&s, &random_permutation(64, 1), &random_permutation(64, 2)).unwrap();
+    let pr = Problem::new(s, Dense::random(64, 7, 4), Dense::random(64, 7, 5)).unwrap();
+    for alg in algorithms() {
+        for (p, c) in grids(&*alg, &[4, 6]) {
+            for kernel in Kernel::ALL {
+                let (expected, bound) = serial(&pr, kernel);
+                for strategy in runs(&*alg, kernel) {
+                    let what = format!(
+                        "rmat {} {} {} p={p} c={c}",
+                        alg.name(),
+                        kernel.name(),
+                        strategy.name()
+                    );
+                    let run = run_in_process(&*alg, &pr, kernel, strategy, p, c, Par::Seq).unwrap();
+                    assert_output_close(&what, &run.output, &expected, &bound);
+                }
+            }
+        }
+    }
+}
