@@ -9,10 +9,18 @@
 //! exact zeros to every dot product and the results do not depend on the padding.
 //!
 //! Cost of the shared phases for `n_w` selected words and embedding dimension `d`:
-//! - distance: one GEMM, `2 n_w v_s d` flops, plus `n_w d` for the norms;
-//! - precompute: `n_w v_s` exponentials (plus two products each);
-//! - update: `O(v_s)` per active document and iteration.
+//! - distance: `2 n_w v_s d` flops plus `2 n_w d` for the norms. With AVX-512 an in-place
+//!   microkernel ([`crate::distance_avx512`]) reads each embedding row once (91 MB at the paper's
+//!   shape) instead of gathering the rows and letting a GEMM pack them again (three passes); at
+//!   the paper's shape it runs at ~100 GFLOP/s on 2 threads (bandwidth-bound), ~60 on one.
+//!   Elsewhere, one GEMM per block of words.
+//! - precompute: `n_w v_s` exponentials, vectorized ([`crate::fast_exp`], within 1 ulp of std's),
+//!   plus two products each; the four `n_w x stride` arrays come from [`ZeroedBuf`] (2 MB pages,
+//!   already zero) since page faults on fresh 4 KB pages cost more than the arithmetic.
+//! - update: `O(v_s)` per active document and iteration (its reciprocals vectorized).
 
+pub use crate::buffer::ZeroedBuf;
+use crate::fast_exp;
 use crate::problem::{Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdProblem};
 use parbench_common::{Csr, Par};
 use rayon::prelude::*;
@@ -44,6 +52,16 @@ impl Pool {
     /// Threads available (1 when sequential).
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// Runs `op` on the calling thread with a scope whose spawned tasks run on the pool's threads
+    /// (rayon's global pool when sequential, so a sequential caller should spawn nothing and not
+    /// call this): for a persistent parallel region where the caller is one of the workers.
+    pub fn in_place_scope<'s, R>(&self, op: impl FnOnce(&rayon::Scope<'s>) -> R) -> R {
+        match &self.pool {
+            Some(pool) => pool.in_place_scope(op),
+            None => rayon::in_place_scope(op),
+        }
     }
 
     /// Runs `f` inside the pool (or directly when sequential).
@@ -343,11 +361,11 @@ pub struct QueryKernels {
     /// Row length of every array (`v_s` padded).
     pub stride: usize,
     /// `K^T`: row `k` is `exp(-lambda M[:, words[k]])`.
-    pub kt: Vec<f64>,
+    pub kt: ZeroedBuf,
     /// `(K / r)^T`: row `k` is `K[s, words[k]] / r[s]`.
-    pub kr: Vec<f64>,
+    pub kr: ZeroedBuf,
     /// `(K .* M)^T`.
-    pub km: Vec<f64>,
+    pub km: ZeroedBuf,
 }
 
 impl QueryKernels {
@@ -372,7 +390,7 @@ const DISTANCE_TASK_WORDS: usize = 256;
 /// (padding 0). With AVX-512 the in-place microkernel of [`crate::distance_avx512`] reads each
 /// embedding row once; elsewhere a GEMM per block of [`DISTANCE_BLOCK`] words (gathered first when
 /// not consecutive). Tasks of words are spread over the pool's threads.
-pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<f64> {
+pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf {
     #[cfg(target_arch = "x86_64")]
     if crate::distance_avx512::available() {
         return query_distances_avx512(problem, words, pool);
@@ -393,13 +411,13 @@ fn query_vectors(problem: &WmdProblem) -> (Vec<f64>, Vec<f64>) {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn query_distances_avx512(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<f64> {
+fn query_distances_avx512(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf {
     use crate::distance_avx512::{distances, QueryPack};
     let stride = padded_stride(problem.query().len());
     let (query_vecs, query_norms) = query_vectors(problem);
     let pack = QueryPack::new(&query_vecs, &query_norms, problem.dim(), CANCELLATION_RATIO);
     let vecs = problem.vecs();
-    let mut out = vec![0.0; words.len() * stride];
+    let mut out = ZeroedBuf::zeroed(words.len() * stride);
     let task = |(words, out): (&[u32], &mut [f64])| {
         // SAFETY: `available()` said the CPU has AVX-512F (checked by the caller); the target
         // feature does not cross into rayon's closure, hence the call in each task.
@@ -418,13 +436,13 @@ fn query_distances_avx512(problem: &WmdProblem, words: &[u32], pool: &Pool) -> V
 }
 
 /// The portable path of [`query_distances`]: one GEMM per block of words.
-pub(crate) fn query_distances_gemm(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Vec<f64> {
+pub(crate) fn query_distances_gemm(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf {
     let d = problem.dim();
     let vs = problem.query().len();
     let stride = padded_stride(vs);
     let vecs = problem.vecs();
     let (query_vecs, query_norms) = query_vectors(problem);
-    let mut out = vec![0.0; words.len() * stride];
+    let mut out = ZeroedBuf::zeroed(words.len() * stride);
 
     // `gathered` is reused across the blocks one thread runs: a fresh 600 KB buffer per block
     // would be a fresh mmap, and its page faults cost as much as the copy.
@@ -517,34 +535,63 @@ pub fn direct_distance(a: &[f64], b: &[f64]) -> f64 {
 
 /// `K^T`, `(K / r)^T` and `(K .* M)^T` from the word-major distances (in parallel over words).
 pub fn precompute(m: &[f64], query: &[(u32, f64)], lambda: f64, pool: &Pool) -> QueryKernels {
+    precompute_arrays(m, query, lambda, pool, true)
+}
+
+/// [`precompute`], leaving `kr` empty unless `with_kr` (a variant that divides by `r` itself
+/// saves writing a 6 MB array).
+fn precompute_arrays(
+    m: &[f64],
+    query: &[(u32, f64)],
+    lambda: f64,
+    pool: &Pool,
+    with_kr: bool,
+) -> QueryKernels {
     let vs = query.len();
     let stride = padded_stride(vs);
-    let mut kt = vec![0.0; m.len()];
-    let mut kr = vec![0.0; m.len()];
-    let mut km = vec![0.0; m.len()];
+    let mut kt = ZeroedBuf::zeroed(m.len());
+    let mut kr = ZeroedBuf::zeroed(if with_kr { m.len() } else { 0 });
+    let mut km = ZeroedBuf::zeroed(m.len());
     const ROWS: usize = 1024;
     let chunk = ROWS * stride;
-    type Rows<'a> = (((&'a [f64], &'a mut [f64]), &'a mut [f64]), &'a mut [f64]);
-    let work = |(((m, kt), kr), km): Rows| {
-        for (((mrow, ktrow), krrow), kmrow) in m
+    type Rows<'a> = (
+        ((&'a [f64], &'a mut [f64]), &'a mut [f64]),
+        Option<&'a mut [f64]>,
+    );
+    let work = |(((m, kt), km), mut kr): Rows| {
+        // The exponentials of a whole chunk at once (vectorized, padding included), then the
+        // products row by row while the chunk (160 KB) is still in L2.
+        for (k, &d) in kt.iter_mut().zip(m) {
+            *k = -lambda * d;
+        }
+        fast_exp::exp_in_place(kt);
+        for (row, ((mrow, ktrow), kmrow)) in m
             .chunks_exact(stride)
             .zip(kt.chunks_exact_mut(stride))
-            .zip(kr.chunks_exact_mut(stride))
             .zip(km.chunks_exact_mut(stride))
+            .enumerate()
         {
             for s in 0..vs {
-                let k = (-lambda * mrow[s]).exp();
-                ktrow[s] = k;
-                krrow[s] = k / query[s].1;
-                kmrow[s] = k * mrow[s];
+                kmrow[s] = ktrow[s] * mrow[s];
             }
+            if let Some(kr) = kr.as_deref_mut() {
+                let krrow = &mut kr[row * stride..(row + 1) * stride];
+                for s in 0..vs {
+                    krrow[s] = ktrow[s] / query[s].1;
+                }
+            }
+            ktrow[vs..].fill(0.0);
         }
     };
+    let kr_chunks = kr
+        .chunks_mut(chunk)
+        .map(Some)
+        .chain(std::iter::repeat_with(|| None));
     let chunks = m
         .chunks(chunk)
         .zip(kt.chunks_mut(chunk))
-        .zip(kr.chunks_mut(chunk))
-        .zip(km.chunks_mut(chunk));
+        .zip(km.chunks_mut(chunk))
+        .zip(kr_chunks);
     if pool.threads() > 1 && m.len() > chunk {
         let chunks: Vec<_> = chunks.collect();
         pool.run(|| chunks.into_par_iter().for_each(work));
@@ -569,13 +616,43 @@ pub fn prepare(
     phases: &mut PhaseTimes,
     flops: &mut f64,
 ) -> QueryKernels {
+    prepare_arrays(problem, params, words, pool, phases, flops, true)
+}
+
+/// [`prepare`] without `(K / r)^T` (left empty) for a variant that multiplies by `K` and divides
+/// by `r` afterwards; one product fewer per entry.
+pub fn prepare_without_kr(
+    problem: &WmdProblem,
+    params: &SinkhornParams,
+    words: &WordSet,
+    pool: &Pool,
+    phases: &mut PhaseTimes,
+    flops: &mut f64,
+) -> QueryKernels {
+    prepare_arrays(problem, params, words, pool, phases, flops, false)
+}
+
+fn prepare_arrays(
+    problem: &WmdProblem,
+    params: &SinkhornParams,
+    words: &WordSet,
+    pool: &Pool,
+    phases: &mut PhaseTimes,
+    flops: &mut f64,
+    with_kr: bool,
+) -> QueryKernels {
     let vs = problem.query().len();
     let m = phases.time("distance", || query_distances(problem, &words.words, pool));
     *flops += distance_flops(words.words.len(), vs, problem.dim());
     let kernels = phases.time("precompute", || {
-        precompute(&m, problem.query(), params.lambda, pool)
+        precompute_arrays(&m, problem.query(), params.lambda, pool, with_kr)
     });
-    *flops += precompute_flops(words.words.len(), vs);
+    *flops += precompute_flops(words.words.len(), vs)
+        - if with_kr {
+            0.0
+        } else {
+            (words.words.len() * vs) as f64
+        };
     kernels
 }
 
@@ -608,6 +685,10 @@ pub fn update_flops(docs: usize, vs: usize) -> f64 {
 /// `max_s |x_new - x| / max_s |x_new|`, then `x = x_new`, `u = 1 / x`. Only the first `vs` entries
 /// are touched, so the padding of `u` stays 0. A zero or non-finite `x` means `exp(-lambda M)`
 /// underflowed somewhere upstream.
+///
+/// The reciprocals get a loop of their own so that it vectorizes: `v_s` scalar divisions were
+/// most of the cost of an update (~50 ns per document). Maxima and quotients are exact, so the
+/// results do not depend on how the loops are split.
 #[inline]
 pub fn update_doc(
     x: &mut [f64],
@@ -616,19 +697,68 @@ pub fn update_doc(
     vs: usize,
     lambda: f64,
 ) -> Result<f64, WmdError> {
+    let (x, u, x_new) = (&mut x[..vs], &mut u[..vs], &x_new[..vs]);
     let mut diff = 0.0f64;
     let mut scale = 0.0f64;
-    for s in 0..vs {
-        let xn = x_new[s];
+    for (&xn, &xo) in x_new.iter().zip(x.iter()) {
         if !(xn.is_finite() && xn > 0.0) {
             return Err(WmdError::Underflow { lambda });
         }
-        diff = diff.max((xn - x[s]).abs());
+        diff = diff.max((xn - xo).abs());
         scale = scale.max(xn);
-        x[s] = xn;
-        u[s] = 1.0 / xn;
+    }
+    x.copy_from_slice(x_new);
+    for (u, &xn) in u.iter_mut().zip(x_new) {
+        *u = 1.0 / xn;
     }
     Ok(diff / scale)
+}
+
+/// [`update_doc`] for an active document followed by the tolerance rule: returns the change and
+/// whether the document stays active (`active` is cleared when it converged).
+#[inline]
+pub fn settle_doc(
+    x: &mut [f64],
+    u: &mut [f64],
+    x_new: &[f64],
+    active: &mut bool,
+    vs: usize,
+    tol: Option<f64>,
+    lambda: f64,
+) -> Result<(f64, bool), WmdError> {
+    let change = update_doc(x, u, x_new, vs, lambda)?;
+    let converged = tol.is_some_and(|t| change <= t);
+    if converged {
+        *active = false;
+    }
+    Ok((change, !converged))
+}
+
+/// Runs `f` compiled for AVX-512F (or AVX2) when the CPU has it, so that the plain loops it
+/// inlines (the updates, the gathers) use the wide vectors; the crate itself targets baseline
+/// x86-64. `f` must not rely on anything but ordinary arithmetic: results are the same either way.
+#[inline(always)]
+pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F, checked just above.
+            return unsafe { avx512(f) };
+        }
+        if has_fma() {
+            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+            return unsafe { avx2(f) };
+        }
+    }
+    f()
 }
 
 /// The starting point `x = 1 / v_s`, `u = 1 / x` for one document.
@@ -646,10 +776,10 @@ pub fn init_doc(x: &mut [f64], u: &mut [f64], vs: usize) {
 pub struct DocState {
     pub vs: usize,
     pub stride: usize,
-    pub x: Vec<f64>,
-    pub u: Vec<f64>,
+    pub x: ZeroedBuf,
+    pub u: ZeroedBuf,
     /// Where an iteration accumulates the new `x` of active documents.
-    pub x_new: Vec<f64>,
+    pub x_new: ZeroedBuf,
     /// Documents still iterating.
     pub active: Vec<bool>,
     pub num_active: usize,
@@ -665,8 +795,8 @@ impl DocState {
         let n = problem.num_docs();
         let vs = problem.query().len();
         let stride = padded_stride(vs);
-        let mut x = vec![0.0; n * stride];
-        let mut u = vec![0.0; n * stride];
+        let mut x = ZeroedBuf::zeroed(n * stride);
+        let mut u = ZeroedBuf::zeroed(n * stride);
         for (x, u) in x.chunks_exact_mut(stride).zip(u.chunks_exact_mut(stride)) {
             init_doc(x, u, vs);
         }
@@ -681,7 +811,7 @@ impl DocState {
             stride,
             x,
             u,
-            x_new: vec![0.0; n * stride],
+            x_new: ZeroedBuf::zeroed(n * stride),
             active: vec![true; n],
             num_active: n,
             active_nnz: problem.nnz(),
@@ -710,28 +840,33 @@ impl DocState {
             &'a [usize],
         );
         let work = |((((x, u), xn), active), len): Docs| -> Result<(f64, usize, usize), WmdError> {
-            let mut max_change = 0.0f64;
-            let (mut still, mut nnz) = (0, 0);
-            for ((((x, u), xn), a), &len) in x
-                .chunks_exact_mut(stride)
-                .zip(u.chunks_exact_mut(stride))
-                .zip(xn.chunks_exact(stride))
-                .zip(active.iter_mut())
-                .zip(len)
-            {
-                if !*a {
-                    continue;
-                }
-                let change = update_doc(x, u, xn, vs, lambda)?;
-                max_change = max_change.max(change);
-                if tol.is_some_and(|t| change <= t) {
-                    *a = false;
-                } else {
-                    still += 1;
-                    nnz += len;
-                }
-            }
-            Ok((max_change, still, nnz))
+            vectorized(
+                #[inline(always)]
+                || -> Result<(f64, usize, usize), WmdError> {
+                    let mut max_change = 0.0f64;
+                    let (mut still, mut nnz) = (0, 0);
+                    for ((((x, u), xn), a), &len) in x
+                        .chunks_exact_mut(stride)
+                        .zip(u.chunks_exact_mut(stride))
+                        .zip(xn.chunks_exact(stride))
+                        .zip(active.iter_mut())
+                        .zip(len)
+                    {
+                        if !*a {
+                            continue;
+                        }
+                        let change = update_doc(x, u, xn, vs, lambda)?;
+                        max_change = max_change.max(change);
+                        if tol.is_some_and(|t| change <= t) {
+                            *a = false;
+                        } else {
+                            still += 1;
+                            nnz += len;
+                        }
+                    }
+                    Ok((max_change, still, nnz))
+                },
+            )
         };
         let many = self.active.len() > DOCS;
         let chunks = self
@@ -750,6 +885,16 @@ impl DocState {
         self.num_active = parts.iter().map(|p| p.1).sum();
         self.active_nnz = parts.iter().map(|p| p.2).sum();
         Ok(parts.iter().fold(0.0, |m, p| m.max(p.0)))
+    }
+
+    /// Per-document nonzero counts.
+    pub fn doc_lens(&self) -> &[usize] {
+        &self.doc_len
+    }
+
+    /// The stopping tolerance and lambda (for [`settle_doc`]).
+    pub fn tol_and_lambda(&self) -> (Option<f64>, f64) {
+        (self.tol, self.lambda)
     }
 }
 
@@ -797,6 +942,78 @@ pub fn check_distances(distances: &[f64], lambda: f64) -> Result<(), WmdError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parbench_common::Rng;
+
+    /// A problem over `vocab` random words of dimension `dim` with a `vs`-word query (words
+    /// `0, 3, 6, ...`) and one document per word, so every word is used; word `vocab - 1` is a
+    /// copy of query word 0 (distance exactly 0 by the cancellation fallback).
+    fn random_problem(seed: u64, vocab: usize, dim: usize, vs: usize) -> WmdProblem {
+        let mut rng = Rng::new(seed);
+        let mut vecs: Vec<f64> = (0..vocab * dim).map(|_| rng.normal()).collect();
+        let copy = vecs[..dim].to_vec();
+        vecs[(vocab - 1) * dim..].copy_from_slice(&copy);
+        let query: Vec<(u32, f64)> = (0..vs).map(|s| (3 * s as u32, 1.0 / vs as f64)).collect();
+        let triplets: Vec<(usize, usize, f64)> = (0..vocab).map(|w| (w, w, 1.0)).collect();
+        let c = Csr::from_triplets(vocab, vocab, &triplets).unwrap();
+        WmdProblem::new(vecs, dim, query, c).unwrap()
+    }
+
+    #[test]
+    fn distance_kernels_agree_with_direct_distances() {
+        // Strides below, at and above one 24-column panel; dimensions not multiples of 8; word
+        // counts that leave short blocks; both sequential and threaded.
+        for (vs, dim, vocab) in [(1, 5, 9), (19, 37, 301), (24, 16, 77), (30, 300, 90)] {
+            let p = random_problem(vs as u64, vocab, dim, vs);
+            let stride = padded_stride(vs);
+            let used = WordSet::used(p.docs_by_word());
+            let scattered: Vec<u32> = used.words.iter().copied().filter(|w| w % 4 != 1).collect();
+            for threads in [1, 2] {
+                let pool = Pool::new(Par::threads(threads));
+                for words in [&used.words, &scattered] {
+                    let fast = query_distances(&p, words, &pool);
+                    let gemm = query_distances_gemm(&p, words, &pool);
+                    for (k, &w) in words.iter().enumerate() {
+                        for s in 0..stride {
+                            let (f, g) = (fast[k * stride + s], gemm[k * stride + s]);
+                            if s >= vs {
+                                assert_eq!((f, g), (0.0, 0.0), "padding");
+                                continue;
+                            }
+                            let q = p.query()[s].0 as usize;
+                            let exact = direct_distance(p.vec(w as usize), p.vec(q));
+                            if exact == 0.0 {
+                                assert_eq!((f, g), (0.0, 0.0), "word {w} = query word {q}");
+                            }
+                            assert!((f - exact).abs() <= 1e-12 * exact, "{f} vs {exact}");
+                            assert!((g - exact).abs() <= 1e-12 * exact, "{g} vs {exact}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn precompute_matches_std_exp_and_keeps_padding_zero() {
+        let p = random_problem(7, 400, 12, 5);
+        let words = WordSet::used(p.docs_by_word());
+        let pool = Pool::new(Par::Seq);
+        let m = query_distances(&p, &words.words, &pool);
+        let lambda = 3.0;
+        let k = precompute(&m, p.query(), lambda, &pool);
+        let stride = k.stride;
+        for (i, &d) in m.iter().enumerate() {
+            let s = i % stride;
+            if s >= k.vs {
+                assert_eq!((k.kt[i], k.kr[i], k.km[i]), (0.0, 0.0, 0.0));
+                continue;
+            }
+            let e = (-lambda * d).exp();
+            assert!((k.kt[i] - e).abs() <= 4.0 * f64::EPSILON * e);
+            assert!((k.kr[i] - e / p.query()[s].1).abs() <= 8.0 * f64::EPSILON * k.kr[i]);
+            assert!((k.km[i] - e * d).abs() <= 8.0 * f64::EPSILON * k.km[i]);
+        }
+    }
 
     #[test]
     fn padded_dot_and_axpy_ignore_zero_padding() {

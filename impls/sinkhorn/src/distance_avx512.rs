@@ -101,14 +101,21 @@ pub(crate) unsafe fn distances(
     let d = pack.dim;
     assert!(stride >= pack.vs && out.len() >= words.len() * stride);
     assert!(words.iter().all(|&w| (w as usize + 1) * d <= vecs.len()));
-    for (block, out) in words.chunks(MR).zip(out.chunks_mut(MR * stride)) {
-        // A short last block repeats its first word (a valid row); those results are not stored.
-        let mut rows = [vecs.as_ptr(); MR];
-        for (i, row) in rows.iter_mut().enumerate() {
+    // A short block repeats its first word (a valid row); those results are not stored.
+    let row_pointers = |block: &[u32]| -> [*const f64; MR] {
+        std::array::from_fn(|i| {
             let w = block[if i < block.len() { i } else { 0 }] as usize;
             // SAFETY: `(w + 1) d <= vecs.len()` (asserted above), so the row is inside `vecs`.
-            *row = vecs.as_ptr().add(w * d);
-        }
+            unsafe { vecs.as_ptr().add(w * d) }
+        })
+    };
+    let mut blocks = words.chunks(MR).peekable();
+    let mut outs = out.chunks_mut(MR * stride);
+    while let (Some(block), Some(out)) = (blocks.next(), outs.next()) {
+        let rows = row_pointers(block);
+        // The next block's rows are prefetched while this one computes: 8 rows are fetched at
+        // once instead of waiting for the hardware prefetcher to pick up each new stream.
+        let next = blocks.peek().map(|b| row_pointers(b)).unwrap_or(rows);
         let mut norms = [0.0; MR];
         for (n, &row) in norms.iter_mut().zip(&rows) {
             // SAFETY: `row` points at `d` values of `vecs` (above).
@@ -120,9 +127,42 @@ pub(crate) unsafe fn distances(
             // SAFETY: as above for `rows`; the panel holds `d x PANEL` values; `out` holds
             // `block.len()` rows of `stride >= col + cols` values.
             match cols.div_ceil(8) {
-                1 => panel_block::<1>(pack, p, &rows, &norms, block.len(), col, cols, stride, out),
-                2 => panel_block::<2>(pack, p, &rows, &norms, block.len(), col, cols, stride, out),
-                _ => panel_block::<3>(pack, p, &rows, &norms, block.len(), col, cols, stride, out),
+                1 => panel_block::<1>(
+                    pack,
+                    p,
+                    &rows,
+                    &next,
+                    &norms,
+                    block.len(),
+                    col,
+                    cols,
+                    stride,
+                    out,
+                ),
+                2 => panel_block::<2>(
+                    pack,
+                    p,
+                    &rows,
+                    &next,
+                    &norms,
+                    block.len(),
+                    col,
+                    cols,
+                    stride,
+                    out,
+                ),
+                _ => panel_block::<3>(
+                    pack,
+                    p,
+                    &rows,
+                    &next,
+                    &norms,
+                    block.len(),
+                    col,
+                    cols,
+                    stride,
+                    out,
+                ),
             }
             col += cols;
         }
@@ -141,6 +181,7 @@ unsafe fn panel_block<const NV: usize>(
     pack: &QueryPack,
     p: usize,
     rows: &[*const f64; MR],
+    next: &[*const f64; MR],
     norms: &[f64; MR],
     m: usize,
     col: usize,
@@ -153,9 +194,17 @@ unsafe fn panel_block<const NV: usize>(
     let panel = pack.panel(p).as_ptr();
     let mut acc = [[_mm512_setzero_pd(); NV]; MR];
     for t in 0..d {
+        if t % 8 == 0 {
+            for &row in next {
+                // A prefetch never faults; `wrapping_add` keeps the address computation defined
+                // even past the row (it stays inside it for `t < d`).
+                _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(t) as *const i8);
+            }
+        }
         // SAFETY: `t < d`, so `panel + t PANEL + 8 v + 8 <= d PANEL` and `rows[i] + t` are in
         // bounds (caller's contract).
-        let q: [__m512d; NV] = std::array::from_fn(|v| _mm512_load_pd(panel.add(t * PANEL + 8 * v)));
+        let q: [__m512d; NV] =
+            std::array::from_fn(|v| _mm512_load_pd(panel.add(t * PANEL + 8 * v)));
         for i in 0..MR {
             let a = _mm512_set1_pd(*rows[i].add(t));
             for v in 0..NV {

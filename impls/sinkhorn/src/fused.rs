@@ -48,14 +48,16 @@ fn for_each_nonzero(words: &WordSet, range: NonzeroRange, mut f: impl FnMut(usiz
     }
 }
 
-/// SDDMM_SpMM type 1 over a range of nonzeros: `acc[:, j] += (c_ij / (K^T[i] . u_j)) (K / r)^T[i]`
-/// for every nonzero of an active document.
+/// SDDMM_SpMM type 1 over a range of nonzeros: `acc[:, j] += (c_ij / (K^T[i] . u_j)) A^T[i]`
+/// for every nonzero of an active document, where `spmm_rows` is the word-major `A^T`
+/// (`(K / r)^T` as in the paper, or `K^T` when the caller divides by `r` afterwards).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sddmm_spmm_type1(
     words: &WordSet,
     docs: &[u32],
     weights: &[f64],
     kernels: &QueryKernels,
+    spmm_rows: &[f64],
     range: NonzeroRange,
     u: &[f64],
     active: &[bool],
@@ -68,6 +70,7 @@ pub(crate) fn sddmm_spmm_type1(
             docs,
             weights,
             kernels,
+            spmm_rows,
             range,
             u,
             active,
@@ -81,6 +84,7 @@ struct Type1<'a> {
     docs: &'a [u32],
     weights: &'a [f64],
     kernels: &'a QueryKernels,
+    spmm_rows: &'a [f64],
     range: NonzeroRange,
     u: &'a [f64],
     active: &'a [bool],
@@ -96,6 +100,7 @@ impl KernelTask for Type1<'_> {
             docs,
             weights,
             kernels,
+            spmm_rows,
             range,
             u,
             active,
@@ -109,7 +114,8 @@ impl KernelTask for Type1<'_> {
             }
             let uj = &u[j * stride..(j + 1) * stride];
             let w = weights[p] / kernel.dot(kernels.kt_row(k), uj);
-            kernel.axpy(&mut acc[j * stride..(j + 1) * stride], w, kernels.kr_row(k));
+            let a = &spmm_rows[k * stride..(k + 1) * stride];
+            kernel.axpy(&mut acc[j * stride..(j + 1) * stride], w, a);
         });
     }
 }
@@ -207,6 +213,7 @@ impl WmdSolver for FusedSddmmSpmm {
                     c.indices(),
                     c.values(),
                     &kernels,
+                    &kernels.kr,
                     all,
                     &state.u,
                     &state.active,

@@ -33,12 +33,14 @@
 //! `x` is at most `tol`, so a document's distance never depends on which other documents share the
 //! batch, and all variants agree.
 
+mod buffer;
 pub mod corpus;
 pub mod dense;
 pub mod distance;
 #[cfg(target_arch = "x86_64")]
 mod distance_avx512;
 pub mod doc_major;
+mod fast_exp;
 pub mod fused;
 pub mod fused_par;
 pub mod generate;
