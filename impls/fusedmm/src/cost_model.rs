@@ -27,12 +27,33 @@
 //! | 1.5d-dense-shift | FusedMMB reuse | `W(m)` | `2V(n)` | |
 //! | 1.5d-dense-shift | FusedMMB fusion | `W(n)` | `V(m)` | `W(n)` |
 //!
-//! with `G = (p - 1) n r / p` in `p - 1` messages (ring all-gather or reduce-scatter of `B`).
+//! | 1.5d-sparse-shift | SDDMM, SpMMB | `W(m)` | `Z_1` | |
+//! | 1.5d-sparse-shift | SpMMA | | `Z_1` | `W(m)` |
+//! | 1.5d-sparse-shift | FusedMMA none | `W(m)` | `2 Z_1` | `W(m)` |
+//! | 1.5d-sparse-shift | FusedMMA reuse | `W(n)` | `2 Z_1` | |
+//! | 1.5d-sparse-shift | FusedMMB none | `2W(m)` | `2 Z_1` | |
+//! | 1.5d-sparse-shift | FusedMMB reuse | `W(m)` | `2 Z_1` | |
+//! | 2.5d-dense-replicate | as 1.5d-dense-shift none and reuse, with `V(y)` replaced by `Z_2 + D(y)` | | | |
+//! | 2.5d-sparse-replicate | SDDMM | | `E` | `W_S` |
+//! | 2.5d-sparse-replicate | SpMMA, SpMMB | `W_S` | `E` | |
+//! | 2.5d-sparse-replicate | FusedMMA, FusedMMB none | `W_S` | `2E` | `W_S` |
+//!
+//! with `G = (p - 1) n r / p` in `p - 1` messages (ring all-gather or reduce-scatter of `B`);
+//! `Z_1 = 3 nnz / c` words in `2 q` messages (`q` shifts of a COO block: indices and values are
+//! two messages, three words a nonzero); for 2.5D with `s = sqrt(p / c)`: `Z_2 = 3 nnz s / p`
+//! in `2 s` messages, `D(y) = s y r / p` in `s` messages, `E = s (m + n) r / p` in `2 s`
+//! messages (all zero when `s = 1`) and `W_S = (c - 1) nnz / p` in `c - 1` messages (values of
+//! the replicated `S` only). The sparse terms are exact when the nonzeros split evenly over the
+//! blocks each rank sees (the tests use a checkerboard pattern); otherwise they are the average.
+//! With `phi = nnz / (n r)` and `m = n`, sparse shifting with reuse costs
+//! `(c - 1) n r / p + 6 phi n r / c` against dense shifting's `(c - 1) n r / p + 2 n r / c`:
+//! sparse shifting wins when `phi < 1/3` at equal `c`.
 //! For `m = n` the FusedMM totals are the paper's: no elision `2 (c-1) n r / p + 2 n r / c`
 //! (best `c = sqrt(p)`), reuse `(c-1) n r / p + 2 n r / c` (best `c = sqrt(2p)`), fusion
 //! `2 (c-1) n r / p + n r / c` (best `c = sqrt(p / 2)`).
 
 use crate::comm::Phase;
+use crate::dense_replicate::layer_side;
 use crate::distributed::divisors;
 use crate::kernels::Kernel;
 use crate::problem::Strategy;
@@ -83,6 +104,7 @@ impl Cost {
 /// strategy the algorithm does not offer.
 pub fn predict(algorithm: &str, kernel: Kernel, strategy: Strategy, s: Shape) -> Option<Cost> {
     let (m, n, r, p, c) = (s.m as f64, s.n as f64, s.r as f64, s.p as f64, s.c as f64);
+    let nnz = s.nnz as f64;
     if s.p == 0 || s.c == 0 || !s.p.is_multiple_of(s.c) {
         return None;
     }
@@ -153,6 +175,123 @@ pub fn predict(algorithm: &str, kernel: Kernel, strategy: Strategy, s: Shape) ->
                     add(Repl, w(n), 1.0);
                     add(Prop, v(m), 1.0);
                     add(Red, w(n), 1.0);
+                }
+            }
+        }
+        "1.5d-sparse-shift" => {
+            if kernel.is_fused() && strategy == Strategy::LocalKernelFusion {
+                return None;
+            }
+            let w = |x: f64| ((c - 1.0) * x * r / p, c - 1.0);
+            let z = if s.p / s.c > 1 {
+                (3.0 * nnz / c, 2.0 * (p / c))
+            } else {
+                (0.0, 0.0)
+            };
+            let mut add = |phase, (words, msgs): (f64, f64), times: f64| {
+                cost.add(phase, times * words, times * msgs)
+            };
+            use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
+            match (kernel, strategy) {
+                (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, z, 1.0);
+                }
+                (Kernel::SpmmA, _) => {
+                    add(Prop, z, 1.0);
+                    add(Red, w(m), 1.0);
+                }
+                (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
+                    add(Repl, w(n), 1.0);
+                    add(Prop, z, 2.0);
+                }
+                (Kernel::FusedMmA, _) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, z, 2.0);
+                    add(Red, w(m), 1.0);
+                }
+                (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, z, 2.0);
+                }
+                (Kernel::FusedMmB, _) => {
+                    add(Repl, w(m), 2.0);
+                    add(Prop, z, 2.0);
+                }
+            }
+        }
+        "2.5d-dense-replicate" => {
+            let side = layer_side(s.p, s.c)?;
+            if kernel.is_fused() && strategy == Strategy::LocalKernelFusion {
+                return None;
+            }
+            let sd = side as f64;
+            let w = |x: f64| ((c - 1.0) * x * r / p, c - 1.0);
+            // A round: s sparse shifts (COO, two messages each) and s dense shifts of Y.
+            let round = |y: f64| {
+                if side > 1 {
+                    (3.0 * nnz * sd / p + sd * y * r / p, 3.0 * sd)
+                } else {
+                    (0.0, 0.0)
+                }
+            };
+            let mut add = |phase, (words, msgs): (f64, f64), times: f64| {
+                cost.add(phase, times * words, times * msgs)
+            };
+            use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
+            match (kernel, strategy) {
+                (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, round(n), 1.0);
+                }
+                (Kernel::SpmmA, _) => {
+                    add(Prop, round(n), 1.0);
+                    add(Red, w(m), 1.0);
+                }
+                (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
+                    add(Repl, w(n), 1.0);
+                    add(Prop, round(m), 2.0);
+                }
+                (Kernel::FusedMmA, _) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, round(n), 2.0);
+                    add(Red, w(m), 1.0);
+                }
+                (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
+                    add(Repl, w(m), 1.0);
+                    add(Prop, round(n), 2.0);
+                }
+                (Kernel::FusedMmB, _) => {
+                    add(Repl, w(m), 2.0);
+                    add(Prop, round(n), 2.0);
+                }
+            }
+        }
+        "2.5d-sparse-replicate" => {
+            let side = layer_side(s.p, s.c)?;
+            if kernel.is_fused() && strategy != Strategy::NoElision {
+                return None;
+            }
+            let sd = side as f64;
+            let values = ((c - 1.0) * nnz / p, c - 1.0);
+            let round = if side > 1 {
+                (sd * (m + n) * r / p, 2.0 * sd)
+            } else {
+                (0.0, 0.0)
+            };
+            match kernel {
+                Kernel::Sddmm => {
+                    cost.add(Phase::Propagation, round.0, round.1);
+                    cost.add(Phase::Reduction, values.0, values.1);
+                }
+                Kernel::SpmmA | Kernel::SpmmB => {
+                    cost.add(Phase::Replication, values.0, values.1);
+                    cost.add(Phase::Propagation, round.0, round.1);
+                }
+                Kernel::FusedMmA | Kernel::FusedMmB => {
+                    cost.add(Phase::Replication, values.0, values.1);
+                    cost.add(Phase::Propagation, 2.0 * round.0, 2.0 * round.1);
+                    cost.add(Phase::Reduction, values.0, values.1);
                 }
             }
         }

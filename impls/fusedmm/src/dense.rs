@@ -74,6 +74,33 @@ impl Dense {
         }
     }
 
+    /// A copy of the rows `rows` restricted to the columns `cols` (the column-split algorithms
+    /// hold such blocks).
+    pub fn block(&self, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Dense {
+        let width = cols.len();
+        let mut data = Vec::with_capacity(rows.len() * width);
+        for i in rows.clone() {
+            data.extend_from_slice(&self.row(i)[cols.clone()]);
+        }
+        Dense {
+            rows: rows.len(),
+            cols: width,
+            data,
+        }
+    }
+
+    /// Adds `other` (same shape) entry by entry.
+    pub fn add_assign(&mut self, other: &Dense) {
+        assert_eq!(
+            (self.rows, self.cols),
+            (other.rows, other.cols),
+            "shapes of a sum"
+        );
+        for (x, y) in self.data.iter_mut().zip(&other.data) {
+            *x += y;
+        }
+    }
+
     /// Stacks blocks with the same column count on top of each other.
     pub fn vstack(cols: usize, blocks: &[Dense]) -> Dense {
         let rows = blocks.iter().map(|b| b.rows).sum();

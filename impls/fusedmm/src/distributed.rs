@@ -13,7 +13,7 @@
 //! sizes differ by at most one item.
 
 use crate::comm::threads::run_threads;
-use crate::comm::{block_start, Communicator};
+use crate::comm::{block_start, CommError, Communicator, Phase};
 use crate::kernels::Kernel;
 use crate::problem::{
     DistRun, FusedMmError, KernelOutput, Problem, RankOutput, RankPiece, Strategy,
@@ -130,11 +130,24 @@ fn assemble(
         Kernel::SpmmB | Kernel::FusedMmB => problem.n(),
     };
     let mut out = Dense::zeros(rows, problem.r());
+    let w = problem.r();
     for piece in pieces {
-        if let RankPiece::DenseRows { first_row, block } = piece {
-            let w = problem.r();
-            out.data_mut()[first_row * w..(first_row + block.rows()) * w]
-                .copy_from_slice(block.data());
+        match piece {
+            RankPiece::DenseRows { first_row, block } => {
+                out.data_mut()[first_row * w..(first_row + block.rows()) * w]
+                    .copy_from_slice(block.data());
+            }
+            RankPiece::DenseBlock {
+                first_row,
+                first_col,
+                block,
+            } => {
+                for i in 0..block.rows() {
+                    out.row_mut(first_row + i)[first_col..first_col + block.cols()]
+                        .copy_from_slice(block.row(i));
+                }
+            }
+            RankPiece::Sparse(_) => {}
         }
     }
     Ok(KernelOutput::Dense(out))
@@ -214,4 +227,72 @@ pub(crate) fn timed<R>(seconds: &mut f64, f: impl FnOnce() -> R) -> R {
     let r = f();
     *seconds += t.elapsed().as_secs_f64();
     r
+}
+
+/// The pattern of `t` with every value one: SDDMM on it gives the plain dot products, which the
+/// column-split algorithms sum over column blocks before scaling by `S`.
+pub(crate) fn ones_pattern(t: &Csr) -> Result<Csr, FusedMmError> {
+    Ok(Csr::new(
+        t.nrows(),
+        t.ncols(),
+        t.indptr().to_vec(),
+        t.indices().to_vec(),
+        vec![1.0; t.nnz()],
+    )?)
+}
+
+/// Shifts a sparse block by one position along `comm` (rank `i` gets what rank `i + 1` sent)
+/// in coordinate form: one message of `2 nnz` indices (rows, then columns, in CSR order) and one
+/// of the `nnz` values that travel with it, so a nonzero costs three words as in the paper. The
+/// received block is `nrows x ncols`; its pattern comes back with values one (see
+/// [`ones_pattern`]).
+pub(crate) fn shift_coo(
+    comm: &dyn Communicator,
+    phase: Phase,
+    pattern: &Csr,
+    values: &[f64],
+    nrows: usize,
+    ncols: usize,
+) -> Result<(Csr, Vec<f64>), FusedMmError> {
+    let nnz = pattern.nnz();
+    let mut coords = Vec::with_capacity(2 * nnz);
+    for (i, w) in pattern.indptr().windows(2).enumerate() {
+        coords.extend(std::iter::repeat_n(i as u32, w[1] - w[0]));
+    }
+    coords.extend_from_slice(pattern.indices());
+    let coords = comm.shift_u32(phase, &coords, 1)?;
+    let values = comm.shift_f64(phase, values, 1)?;
+    let nnz = values.len();
+    if coords.len() != 2 * nnz {
+        return Err(FusedMmError::Comm(CommError::Usage {
+            call: "shift_coo",
+            message: format!(
+                "received {} coordinates for {nnz} values (expected twice as many)",
+                coords.len()
+            ),
+        }));
+    }
+    let mut indptr = vec![0usize; nrows + 1];
+    for &row in &coords[..nnz] {
+        let row = row as usize;
+        if row >= nrows {
+            return Err(FusedMmError::Comm(CommError::Usage {
+                call: "shift_coo",
+                message: format!("row {row} in a block of {nrows} rows"),
+            }));
+        }
+        indptr[row + 1] += 1;
+    }
+    for i in 0..nrows {
+        indptr[i + 1] += indptr[i];
+    }
+    let pattern = Csr::new(nrows, ncols, indptr, coords[nnz..].to_vec(), vec![1.0; nnz])?;
+    Ok((pattern, values))
+}
+
+/// Adds `add` to `acc` entry by entry.
+pub(crate) fn add_into(acc: &mut [f64], add: &[f64]) {
+    for (a, b) in acc.iter_mut().zip(add) {
+        *a += b;
+    }
 }

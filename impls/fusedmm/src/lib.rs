@@ -18,9 +18,12 @@
 //!   implement it without touching the algorithms), the counting convention, and
 //!   [`comm::threads`], the in-process backend (one thread per rank, channels only).
 //! - [`distributed`]: the [`DistAlgorithm`] trait every algorithm implements and
-//!   [`run_in_process`]; one file per algorithm: [`one_d`] (the paper's 1D baseline) and
+//!   [`run_in_process`]; one file per algorithm: [`one_d`] (the paper's 1D baseline),
 //!   [`dense_shift`] (1.5D dense shifting, dense replicating, with the three FusedMM
-//!   strategies).
+//!   strategies), [`sparse_shift`] (1.5D sparse shifting, dense replicating: no elision and
+//!   replication reuse), [`dense_replicate`] (2.5D dense replicating, Cannon-like layers: no
+//!   elision and replication reuse) and [`sparse_replicate`] (2.5D sparse replicating: no
+//!   elision).
 //! - [`cost_model`]: words and messages per rank per phase, predicted, and the best `c`.
 //!
 //! Status against issue 3.
@@ -32,14 +35,25 @@
 //! - generators, permutations, MatrixMarket reader and writer (errors with line numbers);
 //! - the communicator and its in-process backend (collective results and counts on
 //!   hand-computed cases, failure propagation instead of hangs);
-//! - [`OneD`] and [`DenseShift15`] (three strategies) for all five kernels, one distribution per
-//!   algorithm, against the serial kernels for `p` up to 8, every valid `c`, uneven and empty
-//!   blocks, ER and permuted R-MAT matrices;
-//! - [`cost_model`] for both, equal to the measured counts on every rank and phase where blocks
-//!   divide evenly (p up to 12), and the paper's best-`c` ordering and `1/sqrt(2)` ratio.
+//! - [`OneD`], [`DenseShift15`] (three strategies), [`SparseShift15`] and [`DenseReplicate25`]
+//!   (no elision, replication reuse) and [`SparseReplicate25`] (no elision) for all five
+//!   kernels, one distribution per algorithm (the column-split algorithms return
+//!   [`RankPiece::DenseBlock`]s), against the serial kernels for `p` up to 18, every valid `c`,
+//!   2.5D layers of side 1, 2 and 3, uneven, empty and zero-width blocks, ER and permuted R-MAT
+//!   matrices;
+//! - [`cost_model`] for all five, equal to the measured counts on every rank and phase where
+//!   blocks divide evenly (p up to 12; for the algorithms that move nonzeros, on a pattern
+//!   whose nonzeros split evenly), and the paper's claims: best-`c` ordering and `1/sqrt(2)`
+//!   ratio of 1.5D dense shifting, sparse shifting winning at low `phi = nnz / (n r)` and losing
+//!   at high `phi` (model and measured), 2.5D reuse below 2.5D no elision (model and measured,
+//!   for `m = n`).
 //!
-//! Not done yet: 1.5D sparse shifting, 2.5D dense replicating and 2.5D sparse replicating
-//! (algorithms and model rows); criterion benchmarks and the fused-vs-unfused experiment; the
+//! Known limits: the 2.5D algorithms need `p / c` to be a perfect square; the cost model's
+//! sparse terms are averages (a rank's count follows the nonzeros of the blocks it sees); the
+//! in-process 2.5D sparse replicating FusedMM does one reduce-scatter and one all-gather of
+//! values (the paper describes an extra initial all-gather, see [`sparse_replicate`]).
+//!
+//! Not done yet: criterion benchmarks and the fused-vs-unfused experiment; the
 //! `parbench fusedmm` command and harness integration; the ALS and GAT applications; the
 //! experiments; the MPI backend (issue 6). The local kernels are plain loops (no cache blocking
 //! or prefetching).
@@ -47,6 +61,7 @@
 pub mod comm;
 pub mod cost_model;
 pub mod dense;
+pub mod dense_replicate;
 pub mod dense_shift;
 pub mod distributed;
 pub mod generate;
@@ -55,18 +70,29 @@ pub mod mtx;
 pub mod one_d;
 pub mod problem;
 pub mod reference;
+pub mod sparse_replicate;
+pub mod sparse_shift;
 
 pub use dense::Dense;
+pub use dense_replicate::DenseReplicate25;
 pub use dense_shift::DenseShift15;
 pub use distributed::{run_in_process, DistAlgorithm};
 pub use kernels::{flops, CsrRef, Kernel, Transposed};
 pub use one_d::OneD;
 pub use parbench_common::{Csr, Par};
 pub use problem::{DistRun, FusedMmError, KernelOutput, Problem, RankOutput, RankPiece, Strategy};
+pub use sparse_replicate::SparseReplicate25;
+pub use sparse_shift::SparseShift15;
 
 /// Every distributed algorithm, in the order the tables list them.
 pub fn algorithms() -> Vec<Box<dyn DistAlgorithm>> {
-    vec![Box::new(OneD), Box::new(DenseShift15)]
+    vec![
+        Box::new(OneD),
+        Box::new(DenseShift15),
+        Box::new(SparseShift15),
+        Box::new(DenseReplicate25),
+        Box::new(SparseReplicate25),
+    ]
 }
 
 /// The algorithm called `name`, if there is one.

@@ -132,6 +132,13 @@ pub enum RankPiece {
     Sparse(Vec<(usize, usize, f64)>),
     /// Rows `first_row ..` of a dense output.
     DenseRows { first_row: usize, block: Dense },
+    /// Rows `first_row ..` and columns `first_col ..` of a dense output (the algorithms that
+    /// split dense matrices by columns).
+    DenseBlock {
+        first_row: usize,
+        first_col: usize,
+        block: Dense,
+    },
 }
 
 /// What one rank returns: its piece and the time it spent in local kernels.

@@ -136,7 +136,13 @@ fn every_algorithm_matches_the_serial_kernels() {
 fn local_parallelism_inside_ranks_gives_the_same_answer() {
     let pr = problem(41, 43, 8, 6, 77);
     for alg in algorithms() {
-        let c = if alg.name() == "1d" { 1 } else { 2 };
+        // The largest replication factor below p that the algorithm accepts on 4 ranks.
+        let c = grids(&*alg, &[4])
+            .iter()
+            .map(|&(_, c)| c)
+            .filter(|&c| c < 4)
+            .max()
+            .unwrap();
         for kernel in Kernel::ALL {
             let seq =
                 run_in_process(&*alg, &pr, kernel, Strategy::NoElision, 4, c, Par::Seq).unwrap();
@@ -147,56 +153,96 @@ fn local_parallelism_inside_ranks_gives_the_same_answer() {
     }
 }
 
-#[test]
-fn measured_counts_equal_the_model_when_blocks_divide_evenly() {
-    // (m, n, r) with m and n multiples of every p tested.
-    for &(m, n, r) in &[(48, 24, 3), (24, 72, 4), (96, 96, 1)] {
-        let pr = problem(m, n, r, 3, m as u64 + n as u64);
-        for alg in algorithms() {
-            for (p, c) in grids(&*alg, &[1, 2, 3, 4, 6, 8, 12]) {
-                for kernel in Kernel::ALL {
-                    for strategy in runs(&*alg, kernel) {
-                        let what = format!(
-                            "{} {} {} p={p} c={c} m={m} n={n} r={r}",
-                            alg.name(),
-                            kernel.name(),
-                            strategy.name()
+/// Compares every rank's counts in every phase with the model.
+fn assert_counts_equal_model(alg: &dyn DistAlgorithm, pr: &Problem, ps: &[usize]) {
+    let (m, n, r) = (pr.m(), pr.n(), pr.r());
+    for (p, c) in grids(alg, ps) {
+        for kernel in Kernel::ALL {
+            for strategy in runs(alg, kernel) {
+                let what = format!(
+                    "{} {} {} p={p} c={c} m={m} n={n} r={r} nnz={}",
+                    alg.name(),
+                    kernel.name(),
+                    strategy.name(),
+                    pr.nnz()
+                );
+                let run = run_in_process(alg, pr, kernel, strategy, p, c, Par::Seq).unwrap();
+                let shape = Shape {
+                    m,
+                    n,
+                    r,
+                    nnz: pr.nnz(),
+                    p,
+                    c,
+                };
+                let model = cost_model::predict(alg.name(), kernel, strategy, shape)
+                    .unwrap_or_else(|| panic!("{what}: no model"));
+                for (rank, st) in run.stats.iter().enumerate() {
+                    for phase in Phase::ALL {
+                        let got = st.phase(phase);
+                        let want = model.phase(phase);
+                        let measured = [
+                            got.words_sent as f64,
+                            got.words_received as f64,
+                            got.messages_sent as f64,
+                            got.messages_received as f64,
+                        ];
+                        let predicted = [want.words, want.words, want.messages, want.messages];
+                        assert_eq!(
+                            measured,
+                            predicted,
+                            "{what} rank {rank} {}: [words sent, received, messages sent, received]",
+                            phase.name()
                         );
-                        let run =
-                            run_in_process(&*alg, &pr, kernel, strategy, p, c, Par::Seq).unwrap();
-                        let shape = Shape {
-                            m,
-                            n,
-                            r,
-                            nnz: pr.nnz(),
-                            p,
-                            c,
-                        };
-                        let model = cost_model::predict(alg.name(), kernel, strategy, shape)
-                            .unwrap_or_else(|| panic!("{what}: no model"));
-                        for (rank, st) in run.stats.iter().enumerate() {
-                            for phase in Phase::ALL {
-                                let got = st.phase(phase);
-                                let want = model.phase(phase);
-                                let measured = [
-                                    got.words_sent as f64,
-                                    got.words_received as f64,
-                                    got.messages_sent as f64,
-                                    got.messages_received as f64,
-                                ];
-                                let predicted =
-                                    [want.words, want.words, want.messages, want.messages];
-                                assert_eq!(
-                                    measured,
-                                    predicted,
-                                    "{what} rank {rank} {}: [words sent, received, messages sent, received]",
-                                    phase.name()
-                                );
-                            }
-                        }
                     }
                 }
             }
+        }
+    }
+}
+
+/// `S_ij` nonzero exactly where `i + j` is even, with random values: every block whose rows
+/// (or columns) are a contiguous range of even length holds exactly half its entries, so the
+/// algorithms that move nonzeros see `nnz` split evenly and the model is exact for them too.
+fn comb_problem(m: usize, n: usize, r: usize, seed: u64) -> Problem {
+    let values = Dense::random(1, m * n, seed);
+    let triplets: Vec<_> = (0..m)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .filter(|(i, j)| (i + j) % 2 == 0)
+        .map(|(i, j)| (i, j, values.get(0, i * n + j)))
+        .collect();
+    let s = fusedmm::Csr::from_triplets(m, n, &triplets).unwrap();
+    Problem::new(
+        s,
+        Dense::random(m, r, seed + 1),
+        Dense::random(n, r, seed + 2),
+    )
+    .unwrap()
+}
+
+#[test]
+fn measured_counts_equal_the_model_when_blocks_divide_evenly() {
+    // m, n and r multiples of every block count; the comb pattern splits nnz evenly too.
+    const PS: [usize; 7] = [1, 2, 3, 4, 6, 8, 12];
+    for &(m, n) in &[(96, 48), (48, 144)] {
+        let pr = comb_problem(m, n, 24, m as u64 + n as u64);
+        for alg in algorithms() {
+            assert_counts_equal_model(&*alg, &pr, &PS);
+        }
+    }
+}
+
+#[test]
+fn dense_only_algorithms_match_the_model_for_any_pattern_and_width() {
+    // Neither 1d nor dense shifting moves nonzeros or splits r, so any S and r are exact once
+    // m and n are multiples of every p tested.
+    for &(m, n, r) in &[(48, 24, 3), (24, 72, 4), (96, 96, 1)] {
+        let pr = problem(m, n, r, 3, m as u64 + n as u64);
+        for alg in algorithms() {
+            if alg.name() != "1d" && alg.name() != "1.5d-dense-shift" {
+                continue;
+            }
+            assert_counts_equal_model(&*alg, &pr, &[1, 2, 3, 4, 6, 8, 12]);
         }
     }
 }
@@ -324,6 +370,144 @@ fn permuted_rmat_matrices_match_on_every_algorithm() {
                     assert_output_close(&what, &run.output, &expected, &bound);
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn layers_of_three_by_three_and_zero_width_column_blocks_match() {
+    // s = 3 layers (p = 9, 18) and s = 2 with c = 3; r = 2 leaves some of the s c column blocks
+    // empty, and 20 rows over 9 ranks leaves uneven row blocks.
+    for (case, &(m, n, r, per_row)) in [(37, 29, 7, 4), (20, 50, 2, 3)].iter().enumerate() {
+        let pr = problem(m, n, r, per_row, 100 + case as u64);
+        for alg in algorithms() {
+            if !alg.name().starts_with("2.5d") {
+                continue;
+            }
+            for (p, c) in grids(&*alg, &[9, 12, 18]) {
+                for kernel in Kernel::ALL {
+                    let (expected, bound) = serial(&pr, kernel);
+                    for strategy in runs(&*alg, kernel) {
+                        let what = format!(
+                            "{} {} {} p={p} c={c} m={m} n={n} r={r}",
+                            alg.name(),
+                            kernel.name(),
+                            strategy.name()
+                        );
+                        let run = run_in_process(&*alg, &pr, kernel, strategy, p, c, Par::Seq)
+                            .unwrap_or_else(|e| panic!("{what}: {e}"));
+                        assert_output_close(&what, &run.output, &expected, &bound);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_layer_that_is_not_square_is_an_error_listing_the_factors_that_work() {
+    let pr = problem(8, 8, 2, 2, 1);
+    for alg in [
+        &fusedmm::DenseReplicate25 as &dyn DistAlgorithm,
+        &fusedmm::SparseReplicate25,
+    ] {
+        let err = run_in_process(alg, &pr, Kernel::Sddmm, Strategy::NoElision, 8, 4, Par::Seq)
+            .unwrap_err();
+        match &err {
+            FusedMmError::Grid { valid, .. } => assert_eq!(valid, &vec![2, 8], "{err}"),
+            other => panic!("expected a grid error, got {other:?}"),
+        }
+        assert!(err.to_string().contains("perfect square"), "{err}");
+    }
+    // Local kernel fusion needs whole rows of A and B on a rank: only dense shifting has it.
+    for alg in [
+        &fusedmm::SparseShift15 as &dyn DistAlgorithm,
+        &fusedmm::DenseReplicate25,
+        &fusedmm::SparseReplicate25,
+    ] {
+        let err = run_in_process(
+            alg,
+            &pr,
+            Kernel::FusedMmB,
+            Strategy::LocalKernelFusion,
+            4,
+            1,
+            Par::Seq,
+        )
+        .unwrap_err();
+        assert!(matches!(err, FusedMmError::Unsupported { .. }), "{err}");
+    }
+}
+
+/// Most words any rank sends, at the replication factor (of those `alg` accepts on `p` ranks)
+/// where that is smallest.
+fn measured_words_at_best_c(
+    alg: &dyn DistAlgorithm,
+    pr: &Problem,
+    kernel: Kernel,
+    strategy: Strategy,
+    p: usize,
+) -> u64 {
+    grids(alg, &[p])
+        .into_iter()
+        .map(|(p, c)| {
+            run_in_process(alg, pr, kernel, strategy, p, c, Par::Seq)
+                .unwrap()
+                .max_over_ranks(|s| s.total().words_sent)
+        })
+        .min()
+        .unwrap()
+}
+
+#[test]
+fn measured_sparse_shifting_wins_at_low_phi_and_dense_shifting_at_high_phi() {
+    // phi = nnz / (n r): 1 / 16 with one nonzero per row, 3 with 48.
+    let (n, r, p) = (96, 16, 8);
+    let reuse = Strategy::ReplicationReuse;
+    for (per_row, sparse_should_win) in [(1, true), (48, false)] {
+        let pr = problem(n, n, r, per_row, 9);
+        let sparse =
+            measured_words_at_best_c(&fusedmm::SparseShift15, &pr, Kernel::FusedMmA, reuse, p);
+        let dense =
+            measured_words_at_best_c(&fusedmm::DenseShift15, &pr, Kernel::FusedMmA, reuse, p);
+        assert_eq!(
+            sparse < dense,
+            sparse_should_win,
+            "phi = {}: sparse shifting {sparse} words, dense shifting {dense}",
+            pr.nnz() as f64 / (n * r) as f64
+        );
+    }
+}
+
+#[test]
+fn measured_two_and_a_half_d_reuse_communicates_less_than_no_elision() {
+    // The paper's setting m = n: FusedMMA reuse replicates B and shifts A instead, so with
+    // m much larger than n it can lose (m = 2 n, p = 8, c = 2: 4752 words against 4608).
+    let pr = comb_problem(96, 96, 24, 3);
+    for (p, c) in [(8, 2), (12, 3), (4, 4)] {
+        for kernel in [Kernel::FusedMmA, Kernel::FusedMmB] {
+            let words = |strategy| {
+                run_in_process(
+                    &fusedmm::DenseReplicate25,
+                    &pr,
+                    kernel,
+                    strategy,
+                    p,
+                    c,
+                    Par::Seq,
+                )
+                .unwrap()
+                .max_over_ranks(|s| s.total().words_sent)
+            };
+            let (none, reuse) = (
+                words(Strategy::NoElision),
+                words(Strategy::ReplicationReuse),
+            );
+            assert!(
+                reuse < none,
+                "p={p} c={c} {}: reuse {reuse} words, no elision {none}",
+                kernel.name()
+            );
         }
     }
 }

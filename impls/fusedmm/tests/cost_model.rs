@@ -1,4 +1,5 @@
-//! The cost model on its own: the paper's claims about the 1.5D dense shifting strategies.
+//! The cost model on its own: the paper's claims about the 1.5D dense shifting strategies,
+//! sparse against dense shifting as phi = nnz / (n r) grows, and 2.5D replication reuse.
 
 use fusedmm::cost_model::{best_c, predict, Shape};
 use fusedmm::{Kernel, Strategy};
@@ -105,4 +106,125 @@ fn unknown_algorithms_and_invalid_grids_have_no_prediction() {
         Shape { c: 1, ..shape }
     )
     .is_none());
+}
+
+fn shape(n: usize, r: usize, nnz: usize, p: usize) -> Shape {
+    Shape {
+        m: n,
+        n,
+        r,
+        nnz,
+        p,
+        c: 1,
+    }
+}
+
+/// Fewest words per rank over the strategies `alg` offers for FusedMMA and over `c`.
+fn best_words(alg: &str, strategies: &[Strategy], s: Shape) -> f64 {
+    strategies
+        .iter()
+        .filter_map(|&st| {
+            let c = best_c(alg, Kernel::FusedMmA, st, s)?;
+            Some(predict(alg, Kernel::FusedMmA, st, Shape { c, ..s })?.total_words())
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+fn sparse_shifting_beats_dense_shifting_at_low_phi_and_loses_at_high_phi() {
+    let (n, r) = (1 << 20, 64);
+    let none_reuse = [Strategy::NoElision, Strategy::ReplicationReuse];
+    for p in [16, 64, 256, 1024, 4096] {
+        for (phi, sparse_should_win) in [(0.01, true), (0.1, true), (2.0, false), (8.0, false)] {
+            let s = shape(n, r, (phi * (n * r) as f64) as usize, p);
+            let sparse = best_words("1.5d-sparse-shift", &none_reuse, s);
+            let dense = best_words("1.5d-dense-shift", &Strategy::ALL, s);
+            assert_eq!(
+                sparse < dense,
+                sparse_should_win,
+                "p={p} phi={phi}: sparse shifting {sparse} words, dense shifting {dense}"
+            );
+        }
+    }
+}
+
+#[test]
+fn two_and_a_half_d_reuse_communicates_less_than_no_elision() {
+    let (n, r) = (1 << 20, 64);
+    for p in [4, 16, 64, 256, 1024, 4096] {
+        for phi in [0.01, 1.0, 16.0] {
+            let s = shape(n, r, (phi * (n * r) as f64) as usize, p);
+            for kernel in [Kernel::FusedMmA, Kernel::FusedMmB] {
+                let words = |st, c| {
+                    predict("2.5d-dense-replicate", kernel, st, Shape { c, ..s })
+                        .map(|cost| cost.total_words())
+                };
+                // At every replication factor that replicates, and at each strategy's best.
+                for c in fusedmm::dense_replicate::grid_factors(p) {
+                    let (none, reuse) = (
+                        words(Strategy::NoElision, c).unwrap(),
+                        words(Strategy::ReplicationReuse, c).unwrap(),
+                    );
+                    assert!(
+                        reuse <= none && (c == 1 || reuse < none),
+                        "p={p} c={c} phi={phi} {}: reuse {reuse}, none {none}",
+                        kernel.name()
+                    );
+                }
+                let at_best = |st| {
+                    let c = best_c("2.5d-dense-replicate", kernel, st, s).unwrap();
+                    words(st, c).unwrap()
+                };
+                let (none, reuse) = (
+                    at_best(Strategy::NoElision),
+                    at_best(Strategy::ReplicationReuse),
+                );
+                assert!(reuse <= none, "p={p} phi={phi}: reuse {reuse}, none {none}");
+            }
+        }
+    }
+}
+
+#[test]
+fn new_algorithms_have_no_prediction_for_strategies_they_lack_or_bad_grids() {
+    let s = Shape {
+        m: 8,
+        n: 8,
+        r: 2,
+        nnz: 16,
+        p: 8,
+        c: 4,
+    };
+    assert!(predict(
+        "2.5d-dense-replicate",
+        Kernel::Sddmm,
+        Strategy::NoElision,
+        s
+    )
+    .is_none());
+    assert!(predict(
+        "2.5d-sparse-replicate",
+        Kernel::Sddmm,
+        Strategy::NoElision,
+        s
+    )
+    .is_none());
+    let s = Shape { c: 2, ..s };
+    assert!(predict(
+        "2.5d-dense-replicate",
+        Kernel::Sddmm,
+        Strategy::NoElision,
+        s
+    )
+    .is_some());
+    for (alg, strategy) in [
+        ("1.5d-sparse-shift", Strategy::LocalKernelFusion),
+        ("2.5d-dense-replicate", Strategy::LocalKernelFusion),
+        ("2.5d-sparse-replicate", Strategy::ReplicationReuse),
+    ] {
+        assert!(
+            predict(alg, Kernel::FusedMmA, strategy, s).is_none(),
+            "{alg}"
+        );
+    }
 }
