@@ -25,6 +25,9 @@
 //!   elision and replication reuse) and [`sparse_replicate`] (2.5D sparse replicating: no
 //!   elision).
 //! - [`cost_model`]: words and messages per rank per phase, predicted, and the best `c`.
+//! - [`apps`]: the applications, ALS with batched CG ([`apps::als`]) and a graph attention
+//!   forward pass ([`apps::gat`]), on the serial kernels or any distributed algorithm, with a
+//!   time breakdown.
 //!
 //! Status against issue 3.
 //!
@@ -54,10 +57,11 @@
 //! values (the paper describes an extra initial all-gather, see [`sparse_replicate`]).
 //!
 //! Not done yet: criterion benchmarks and the fused-vs-unfused experiment; the
-//! `parbench fusedmm` command and harness integration; the ALS and GAT applications; the
+//! `parbench fusedmm` command and harness integration; the
 //! experiments; the MPI backend (issue 6). The local kernels are plain loops (no cache blocking
 //! or prefetching).
 
+pub mod apps;
 pub mod comm;
 pub mod cost_model;
 pub mod dense;
