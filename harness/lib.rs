@@ -9,6 +9,8 @@ pub mod claims;
 pub mod config;
 pub mod datadir;
 pub mod families;
+pub mod fusedmm_cmd;
+pub mod lda_cmd;
 pub mod machine;
 pub mod model;
 pub mod plan;

@@ -4,7 +4,9 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use parbench::runner::{self, ProgressMode};
-use parbench::{check, claims, datadir, families, machine, plan, results, wmd_cmd};
+use parbench::{
+    check, claims, datadir, families, fusedmm_cmd, lda_cmd, machine, plan, results, wmd_cmd,
+};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -67,7 +69,9 @@ enum Command {
         experiments: PathBuf,
     },
     /// Redraw the figures of a run (or of every run under a reproduce directory) from stored results.
-    Plot { run_dir: PathBuf },
+    Plot {
+        run_dir: PathBuf,
+    },
     /// Re-evaluate the claims of stored runs and compare them with a baseline; exit 3 on a failed
     /// claim, 4 on a regression.
     Check {
@@ -98,8 +102,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Sinkhorn WMD of one of your documents against all of them, with your embeddings.
+    // No doc comment: it would replace the about/long_about that `WmdArgs` carries.
     Wmd(wmd_cmd::WmdArgs),
+    /// One FusedMM/SDDMM/SpMM kernel on one distributed algorithm, with exact communication counts.
+    Fusedmm(fusedmm_cmd::FusedmmArgs),
+    /// Latent Dirichlet allocation on your corpus: train, print topics, write the tables.
+    #[command(subcommand)]
+    Lda(lda_cmd::LdaCommand),
 }
 
 fn main() -> ExitCode {
@@ -202,6 +211,14 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Wmd(args) => {
             wmd_cmd::run(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Fusedmm(args) => {
+            fusedmm_cmd::run(&args, data_dir.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Lda(cmd) => {
+            lda_cmd::run(&cmd, data_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -1,5 +1,7 @@
 //! Adapters from the algorithm crates to the harness's [`Family`] trait, and the registry.
 
+pub mod fusedmm;
+pub mod lda;
 pub mod mock;
 pub mod sinkhorn;
 
@@ -7,7 +9,11 @@ use crate::model::Family;
 
 /// Every family the harness can run, in the order `parbench list` shows them.
 pub fn registry() -> Vec<Box<dyn Family>> {
-    vec![Box::new(sinkhorn::SinkhornFamily)]
+    vec![
+        Box::new(sinkhorn::SinkhornFamily),
+        Box::new(fusedmm::FusedmmFamily),
+        Box::new(lda::LdaFamily),
+    ]
 }
 
 /// The family called `name`: a registered one, or the scripted `mock` family used by tests and by
