@@ -1,1 +1,111 @@
-//! word2vec (in progress).
+//! word2vec skip-gram with negative sampling (SGNS): the original Hogwild algorithm, pWord2Vec's
+//! minibatched GEMM with shared negatives, and FULL-W2V's reuse scheme on the CPU, with the
+//! corpus pipeline, the word2vec file formats and the standard quality evaluations.
+//!
+//! Follows Ji et al., "Parallelizing Word2Vec in Shared and Distributed Memory"
+//! (`../shared/papers/002_*.txt`) and Randall et al., "FULL-W2V"
+//! (`../shared/papers/004_*.txt`), both built on Mikolov et al.'s word2vec.c.
+//!
+//! Pipeline: [`Corpus::read`] streams a plain or gzip text once into a frequency-sorted
+//! vocabulary (`min_count`) and a `u32` id per token; a [`Trainer`] trains on it with
+//! word2vec.c's subsampling (`sample`), unigram^0.75 negatives, linearly decaying learning rate
+//! and seeded per-thread streams ([`sampling`], [`driver`](crate) docs); the [`Model`] it returns
+//! is written and read in word2vec text or binary format ([`io`]) and evaluated by
+//! [`eval`] (WordSim-353 / SimLex-999 Spearman, Google analogies by 3CosAdd and 3CosMul,
+//! nearest neighbours).
+//!
+//! Every variant implements [`Trainer`]; all share the model between threads Hogwild-style:
+//! - [`Hogwild`] (`hogwild`): word2vec.c pair by pair (level-1 BLAS).
+//! - [`Gemm`] (`gemm`): per center word, its context words against the center and K shared
+//!   negatives as three small matrix products, written back once per batch.
+//! - [`Full`] (`full`): fixed window `ceil(W/2)`, targets one at a time held locally, context
+//!   vectors held in a ring buffer for their lifetime in the window.
+//!
+//! Every run counts the model rows it moves ([`Traffic`], per epoch in [`EpochStats`]): a few
+//! integer additions per window, so counting is always on rather than a mode.
+//!
+//! # Using it from the harness
+//!
+//! ```no_run
+//! use word2vec::{eval, io, variant, Control, Corpus, CorpusOptions, TrainParams};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let corpus = Corpus::read(
+//!     "wiki17m.txt.gz".as_ref(),
+//!     &CorpusOptions { min_count: 5, max_vocab: None, max_tokens: None },
+//! )?;
+//! let params = TrainParams { dim: 100, window: 5, negative: 5, sample: 1e-4, alpha: 0.025,
+//!                            epochs: 1, threads: 2, seed: 1, ..TrainParams::default() };
+//! let trainer = variant("gemm").expect("known variant");
+//! let out = trainer.train(&corpus, &params, &mut |r| {
+//!     // r.words_processed / r.words_total, r.alpha, r.words_per_second, r.epoch_finished
+//!     Control::Continue
+//! })?;
+//! println!("{:.0} words/s, {:.2} GFLOP/s", out.words_per_second, out.flops / out.seconds / 1e9);
+//! for (e, stats) in out.epochs.iter().enumerate() {
+//!     // model bytes per epoch (FULL-W2V Table 4)
+//!     println!("epoch {e}: {} B read, {} B written", stats.traffic.bytes_read(params.dim),
+//!              stats.traffic.bytes_written(params.dim));
+//! }
+//! io::write_binary(&out.model, "vectors.bin".as_ref())?;          // or io::write_text
+//! let model = io::read_model("vectors.bin".as_ref())?;             // either format
+//! let suite = eval::EvalSuite::load("/work/shared/data".as_ref())?;
+//! let report = suite.evaluate(&model);                              // every metric
+//! println!("WS-353 {:.3}, 3CosAdd {:.1}%", report.wordsim353.spearman,
+//!          100.0 * report.analogy.add.overall);
+//! let neighbours = eval::Evaluator::new(&model).neighbors("king", 10); // [(word, cosine)]
+//! # let _ = neighbours; Ok(()) }
+//! ```
+//!
+//! Variant names for command lines and experiment files: [`variant_names`].
+
+pub mod corpus;
+mod driver;
+pub mod eval;
+pub mod full;
+pub mod gemm;
+pub mod hogwild;
+pub mod io;
+pub mod model;
+pub mod problem;
+pub mod reference;
+pub mod sampling;
+mod vecops;
+
+pub use corpus::{Corpus, CorpusError, CorpusOptions, MAX_SENTENCE_WORDS};
+pub use full::Full;
+pub use gemm::Gemm;
+pub use hogwild::Hogwild;
+pub use model::Model;
+pub use problem::{Control, EpochReport, EpochStats, Traffic, TrainOutput, TrainParams, W2vError};
+
+/// One way of training skip-gram with negative sampling.
+pub trait Trainer: Send + Sync {
+    /// The variant's name as used in experiment files and on the command line (`gemm`).
+    fn name(&self) -> &'static str;
+
+    /// Trains on `corpus` with `params.threads` threads from the initial model of
+    /// `params.seed`. `progress` is called on the calling thread every
+    /// `params.report_interval_seconds` and at the end of every epoch, and may stop the run by
+    /// returning [`Control::Stop`]; the output then holds the model reached. Nothing is printed.
+    fn train(
+        &self,
+        corpus: &Corpus,
+        params: &TrainParams,
+        progress: &mut dyn FnMut(&EpochReport) -> Control,
+    ) -> Result<TrainOutput, W2vError>;
+}
+
+/// Every variant, in the order the tables list them.
+pub fn variants() -> Vec<Box<dyn Trainer>> {
+    vec![Box::new(Hogwild), Box::new(Gemm), Box::new(Full)]
+}
+
+/// The variant called `name`, if there is one.
+pub fn variant(name: &str) -> Option<Box<dyn Trainer>> {
+    variants().into_iter().find(|v| v.name() == name)
+}
+
+/// Names of every variant.
+pub fn variant_names() -> Vec<&'static str> {
+    variants().iter().map(|v| v.name()).collect()
+}

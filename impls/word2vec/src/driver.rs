@@ -1,0 +1,269 @@
+//! The training loop every variant shares: validation, model initialization, the tables,
+//! threads, epochs, the learning-rate schedule and progress. A variant supplies only what one
+//! thread does with its slice of the corpus in one epoch ([`ChunkKernel`]).
+//!
+//! Threads: `params.threads` scoped OS threads per epoch, thread `t` training on the `t`-th
+//! contiguous slice of the encoded corpus (word2vec.c splits the file the same way), with its
+//! own generator `Rng::stream(seed, t)` that carries over from epoch to epoch. The calling
+//! thread only waits, wakes every `report_interval_seconds` to send a progress report, and
+//! raises the stop flag when the callback says so. An epoch ends when every thread has finished
+//! its slice (a barrier word2vec.c does not have; it costs one join per epoch and gives exact
+//! per-epoch counters).
+//!
+//! Determinism: with one thread a run depends only on the seed (and on whether the CPU has
+//! AVX2+FMA, which changes rounding). With more threads the Hogwild races and the shared word
+//! counter behind the learning rate make runs differ in the last bits.
+
+use crate::corpus::{Corpus, MAX_SENTENCE_WORDS};
+use crate::model::{initial_input_vectors, HogwildMatrix, Model};
+use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
+use crate::sampling::{learning_rate, NegativeSampler, Sigmoid, Subsampler};
+use parbench_common::rng::Rng;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Everything the threads share during a run.
+pub(crate) struct Shared<'a> {
+    pub ids: &'a [u32],
+    pub line_ends: &'a [usize],
+    pub input: HogwildMatrix,
+    pub output: HogwildMatrix,
+    pub dim: usize,
+    pub window: usize,
+    pub negative: usize,
+    pub subsampler: Subsampler,
+    pub negatives: NegativeSampler,
+    pub sigmoid: Sigmoid,
+    alpha0: f64,
+    /// `epochs x` corpus words.
+    total_words: u64,
+    /// Corpus words processed by all threads, all epochs.
+    words_done: AtomicU64,
+    stop: AtomicBool,
+    /// The CPU has AVX2 and FMA: kernels run their `target_feature` instantiation.
+    pub fma: bool,
+}
+
+impl Shared<'_> {
+    /// Records `words` more corpus words processed by this thread and returns the learning
+    /// rate for what it does next.
+    #[inline]
+    pub fn advance(&self, words: u64) -> f32 {
+        let done = self.words_done.fetch_add(words, Ordering::Relaxed) + words;
+        learning_rate(self.alpha0, done, self.total_words)
+    }
+
+    /// The learning rate now (without recording anything).
+    pub fn alpha_now(&self) -> f32 {
+        learning_rate(
+            self.alpha0,
+            self.words_done.load(Ordering::Relaxed),
+            self.total_words,
+        )
+    }
+
+    /// Whether the caller asked to stop; threads check between sentences.
+    #[inline]
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// One thread's state: its random stream (kept across epochs) and this epoch's counters.
+pub(crate) struct ThreadState {
+    pub rng: Rng,
+    pub stats: EpochStats,
+}
+
+/// What one thread does in one epoch with its slice of the corpus.
+pub(crate) trait ChunkKernel: Sync {
+    /// Trains on `shared.ids[range]`, calling `shared.advance` as it consumes words and
+    /// returning early once `shared.stopped()`; adds its counts to `state.stats`.
+    fn run_chunk(&self, shared: &Shared, range: Range<usize>, state: &mut ThreadState);
+}
+
+/// Whether this CPU can run the `avx2,fma` instantiations.
+pub(crate) fn cpu_has_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Runs `kernel` for every epoch on every thread.
+pub(crate) fn train(
+    kernel: &dyn ChunkKernel,
+    corpus: &Corpus,
+    params: &TrainParams,
+    progress: &mut dyn FnMut(&EpochReport) -> Control,
+) -> Result<TrainOutput, W2vError> {
+    params.validate()?;
+    let vocab = corpus.vocab();
+    if corpus.ids().is_empty() || vocab.is_empty() {
+        return Err(W2vError::EmptyCorpus);
+    }
+    let dim = params.dim;
+    let mut input = initial_input_vectors(vocab.len(), dim, params.seed);
+    let mut output = vec![0f32; vocab.len() * dim];
+    let words_per_epoch = corpus.num_words();
+    let shared = Shared {
+        ids: corpus.ids(),
+        line_ends: corpus.line_ends(),
+        input: HogwildMatrix::new(&mut input, dim),
+        output: HogwildMatrix::new(&mut output, dim),
+        dim,
+        window: params.window,
+        negative: params.negative,
+        subsampler: Subsampler::new(vocab.counts(), params.sample),
+        negatives: NegativeSampler::new(vocab.counts()),
+        sigmoid: Sigmoid::new(),
+        alpha0: params.alpha,
+        total_words: words_per_epoch * params.epochs as u64,
+        words_done: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        fma: cpu_has_fma(),
+    };
+    let threads = params.threads;
+    let n = corpus.ids().len();
+    let ranges: Vec<Range<usize>> = (0..threads)
+        .map(|t| (t * n / threads)..((t + 1) * n / threads))
+        .collect();
+    let mut states: Vec<ThreadState> = (0..threads)
+        .map(|t| ThreadState {
+            rng: Rng::stream(params.seed, t as u64),
+            stats: EpochStats::default(),
+        })
+        .collect();
+    let interval = Duration::from_secs_f64(params.report_interval_seconds.clamp(1e-3, 3600.0));
+    let start = Instant::now();
+    let mut epochs = Vec::with_capacity(params.epochs);
+    let report = |epoch: usize, finished: bool| {
+        let elapsed = start.elapsed().as_secs_f64();
+        let words = shared.words_done.load(Ordering::Relaxed);
+        EpochReport {
+            epoch,
+            epochs: params.epochs,
+            epoch_finished: finished,
+            words_processed: words,
+            words_total: shared.total_words,
+            alpha: shared.alpha_now() as f64,
+            words_per_second: words as f64 / elapsed.max(1e-9),
+            elapsed_seconds: elapsed,
+        }
+    };
+    for epoch in 0..params.epochs {
+        let epoch_start = Instant::now();
+        for s in &mut states {
+            s.stats = EpochStats::default();
+        }
+        std::thread::scope(|scope| {
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            for (state, range) in states.iter_mut().zip(&ranges) {
+                let done_tx = done_tx.clone();
+                let shared = &shared;
+                let range = range.clone();
+                scope.spawn(move || {
+                    kernel.run_chunk(shared, range, state);
+                    // The receiver lives until every thread has reported.
+                    let _ = done_tx.send(());
+                });
+            }
+            drop(done_tx);
+            let mut finished = 0;
+            while finished < threads {
+                match done_rx.recv_timeout(interval) {
+                    Ok(()) => finished += 1,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if progress(&report(epoch, false)) == Control::Stop {
+                            shared.stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    // A thread panicked; the scope propagates the panic when it joins.
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        });
+        let mut stats = EpochStats::default();
+        for s in &states {
+            stats.words += s.stats.words;
+            stats.kept_words += s.stats.kept_words;
+            stats.pairs += s.stats.pairs;
+            stats.traffic.add(&s.stats.traffic);
+        }
+        stats.seconds = epoch_start.elapsed().as_secs_f64();
+        epochs.push(stats);
+        if shared.stopped() || progress(&report(epoch, true)) == Control::Stop {
+            break;
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let words_processed = shared.words_done.load(Ordering::Relaxed);
+    let pairs: u64 = epochs.iter().map(|e| e.pairs).sum();
+    drop(shared);
+    Ok(TrainOutput {
+        model: Model::new(vocab.words().to_vec(), dim, input)?,
+        output_vectors: output,
+        epochs_completed: epochs.len(),
+        words_processed,
+        seconds,
+        words_per_second: words_processed as f64 / seconds.max(1e-9),
+        flops: 6.0 * dim as f64 * pairs as f64,
+        epochs,
+    })
+}
+
+/// Cuts a thread's slice into word2vec.c sentences: the kept words (after subsampling) of one
+/// line, at most [`MAX_SENTENCE_WORDS`] of them.
+pub(crate) struct Sentences {
+    pos: usize,
+    end: usize,
+    /// Index into `line_ends` of the first line end after `pos`.
+    line: usize,
+}
+
+impl Sentences {
+    pub fn new(shared: &Shared, range: Range<usize>) -> Sentences {
+        let line = shared.line_ends.partition_point(|&e| e <= range.start);
+        Sentences {
+            pos: range.start,
+            end: range.end,
+            line,
+        }
+    }
+
+    /// Fills `out` with the next sentence's kept words and returns how many corpus words it
+    /// consumed (0 at the end of the slice).
+    #[inline]
+    pub fn next(&mut self, shared: &Shared, rng: &mut Rng, out: &mut Vec<u32>) -> u64 {
+        out.clear();
+        let start = self.pos;
+        while self.pos < self.end && out.len() < MAX_SENTENCE_WORDS {
+            while self.line < shared.line_ends.len() && shared.line_ends[self.line] <= self.pos {
+                self.line += 1;
+            }
+            let line_end = shared
+                .line_ends
+                .get(self.line)
+                .copied()
+                .unwrap_or(self.end)
+                .min(self.end);
+            while self.pos < line_end && out.len() < MAX_SENTENCE_WORDS {
+                let w = shared.ids[self.pos];
+                self.pos += 1;
+                if shared.subsampler.keep(w, rng) {
+                    out.push(w);
+                }
+            }
+            if self.pos == line_end {
+                break;
+            }
+        }
+        (self.pos - start) as u64
+    }
+}

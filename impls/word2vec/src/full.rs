@@ -1,0 +1,405 @@
+//! `full`: the FULL-W2V scheme (Randall et al., Section 3) on the CPU.
+//!
+//! Each thread reads its slice of the corpus as one stream of kept words (sentence delimiters
+//! ignored, Section 4) and slides a window of fixed half-width `W_f = ceil(W / 2)` over it (the
+//! mean of word2vec.c's random reduced window, Section 3.2). For the center word `w` at
+//! position `p`, the context is the up to `2 W_f` kept words within `W_f` of `p`; `w` and K
+//! negatives drawn once per window (a draw equal to `w` skipped) are the targets.
+//!
+//! - Negative independence (Section 3.1): targets are processed one at a time. The target's
+//!   vector is loaded once into a local buffer, paired with every context word
+//!   (`f = <c, t>`, `g = alpha (label - sigmoid(f))`, context update `+= g t`, target update
+//!   `+= g c`), and its accumulated update is added to `out[t]` once.
+//! - Lifetime reuse of context words (Section 3.2): a word's input vector is loaded into a ring
+//!   buffer of `2 W_f + 1` slots when it enters the window, kept there (with the updates
+//!   applied after every window it is a context of, and their sum) while the window slides
+//!   over it, and its summed update is added to `in[w]` once when it leaves. Adding the delta
+//!   rather than storing the local copy keeps what other threads wrote meanwhile (Hogwild).
+//!
+//! Model traffic per kept word: one input row read and one written, `2 m` output rows (`m <=
+//! K + 1`), against `gemm`'s `2 (n + m)` and `hogwild`'s `n (2 + 2 m)` rows (`n` contexts).
+//! Arithmetic is the same `6 d` flops per (context, target) pair, now `2 W_f m` pairs per word.
+
+use crate::corpus::Corpus;
+use crate::driver::{self, ChunkKernel, Shared, ThreadState};
+use crate::model::HogwildMatrix;
+use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
+use crate::sampling::Sigmoid;
+use crate::vecops::{add, axpy, dot};
+use crate::Trainer;
+use parbench_common::rng::Rng;
+use std::ops::Range;
+
+/// FULL-W2V: fixed window, shared negatives processed one at a time, context ring buffer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Full;
+
+impl Trainer for Full {
+    fn name(&self) -> &'static str {
+        "full"
+    }
+
+    fn train(
+        &self,
+        corpus: &Corpus,
+        params: &TrainParams,
+        progress: &mut dyn FnMut(&EpochReport) -> Control,
+    ) -> Result<TrainOutput, W2vError> {
+        driver::train(self, corpus, params, progress)
+    }
+}
+
+/// The fixed half-width FULL-W2V uses for a maximum window `window`.
+pub fn fixed_half_window(window: usize) -> usize {
+    window.div_ceil(2)
+}
+
+/// Where the stream of kept words, the targets and the learning rate come from: the corpus
+/// with subsampling and sampled negatives in training, fixed lists in tests.
+trait WindowSource {
+    /// The next kept word, `None` at the end of the stream.
+    fn next_word(&mut self, stats: &mut EpochStats) -> Option<u32>;
+    /// `center` followed by the negatives of its window.
+    fn targets(&mut self, center: u32, out: &mut Vec<u32>);
+    fn alpha(&self) -> f32;
+}
+
+/// Corpus words between two updates of the shared word counter (and checks of the stop flag).
+const WORDS_PER_TICK: u64 = 10_000;
+
+struct CorpusSource<'a, 'b> {
+    shared: &'a Shared<'b>,
+    rng: &'a mut Rng,
+    pos: usize,
+    end: usize,
+    since_tick: u64,
+    alpha: f32,
+}
+
+impl WindowSource for CorpusSource<'_, '_> {
+    #[inline(always)]
+    fn next_word(&mut self, stats: &mut EpochStats) -> Option<u32> {
+        while self.pos < self.end {
+            let w = self.shared.ids[self.pos];
+            self.pos += 1;
+            self.since_tick += 1;
+            stats.words += 1;
+            if self.since_tick == WORDS_PER_TICK {
+                self.alpha = self.shared.advance(self.since_tick);
+                self.since_tick = 0;
+                if self.shared.stopped() {
+                    self.end = self.pos;
+                }
+            }
+            if self.shared.subsampler.keep(w, self.rng) {
+                return Some(w);
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn targets(&mut self, center: u32, out: &mut Vec<u32>) {
+        out.clear();
+        out.push(center);
+        for _ in 0..self.shared.negative {
+            let t = self.shared.negatives.sample(self.rng);
+            if t != center {
+                out.push(t);
+            }
+        }
+    }
+
+    fn alpha(&self) -> f32 {
+        self.alpha
+    }
+}
+
+impl ChunkKernel for Full {
+    fn run_chunk(&self, shared: &Shared, range: Range<usize>, state: &mut ThreadState) {
+        let mut source = CorpusSource {
+            shared,
+            rng: &mut state.rng,
+            pos: range.start,
+            end: range.end,
+            since_tick: 0,
+            alpha: shared.advance(0),
+        };
+        let half = fixed_half_window(shared.window);
+        run_stream_dispatch(
+            &shared.input,
+            &shared.output,
+            &shared.sigmoid,
+            half,
+            shared.negative,
+            &mut source,
+            &mut state.stats,
+            shared.fma,
+        );
+        shared.advance(source.since_tick);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_stream_dispatch<S: WindowSource>(
+    input: &HogwildMatrix,
+    output: &HogwildMatrix,
+    sigmoid: &Sigmoid,
+    half: usize,
+    negative: usize,
+    source: &mut S,
+    stats: &mut EpochStats,
+    fma: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if fma {
+        // SAFETY: `fma` is true only when the CPU has AVX2 and FMA.
+        unsafe { run_stream_fma(input, output, sigmoid, half, negative, source, stats) };
+        return;
+    }
+    let _ = fma;
+    run_stream::<false, S>(input, output, sigmoid, half, negative, source, stats)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_stream_fma<S: WindowSource>(
+    input: &HogwildMatrix,
+    output: &HogwildMatrix,
+    sigmoid: &Sigmoid,
+    half: usize,
+    negative: usize,
+    source: &mut S,
+    stats: &mut EpochStats,
+) {
+    run_stream::<true, S>(input, output, sigmoid, half, negative, source, stats)
+}
+
+/// The ring buffer: slot `p % slots` holds stream position `p` while it is in a window.
+struct Ring {
+    dim: usize,
+    slots: usize,
+    words: Vec<u32>,
+    /// The word's vector as this thread sees it (loaded on entry, updated after each window).
+    vectors: Vec<f32>,
+    /// The sum of the updates since entry, added to the model on exit.
+    deltas: Vec<f32>,
+    /// This window's update of each slot, applied when the window is done.
+    pending: Vec<f32>,
+    /// The current target's vector and update, and the window's targets.
+    target_vec: Vec<f32>,
+    target_update: Vec<f32>,
+    targets: Vec<u32>,
+}
+
+impl Ring {
+    fn slot(&self, pos: usize) -> Range<usize> {
+        let s = pos % self.slots;
+        s * self.dim..(s + 1) * self.dim
+    }
+}
+
+#[inline(always)]
+fn run_stream<const FMA: bool, S: WindowSource>(
+    input: &HogwildMatrix,
+    output: &HogwildMatrix,
+    sigmoid: &Sigmoid,
+    half: usize,
+    negative: usize,
+    source: &mut S,
+    stats: &mut EpochStats,
+) {
+    let d = input.dim();
+    let slots = 2 * half + 1;
+    let mut ring = Ring {
+        dim: d,
+        slots,
+        words: vec![0; slots],
+        vectors: vec![0.0; slots * d],
+        deltas: vec![0.0; slots * d],
+        pending: vec![0.0; slots * d],
+        target_vec: vec![0.0; d],
+        target_update: vec![0.0; d],
+        targets: Vec::with_capacity(negative + 1),
+    };
+    let mut entered = 0usize;
+    let mut left = 0usize;
+    while let Some(w) = source.next_word(stats) {
+        let r = ring.slot(entered);
+        ring.words[entered % slots] = w;
+        // SAFETY: a shared view dropped at the end of the statement.
+        ring.vectors[r.clone()].copy_from_slice(unsafe { input.row(w) });
+        ring.deltas[r].fill(0.0);
+        stats.traffic.input_rows_read += 1;
+        stats.kept_words += 1;
+        entered += 1;
+        if entered > half {
+            let center = entered - 1 - half;
+            window::<FMA, S>(
+                &mut ring, center, entered, half, output, sigmoid, source, stats,
+            );
+            while left + half < center + 1 {
+                leave(&mut ring, left, input, stats);
+                left += 1;
+            }
+        }
+    }
+    for center in entered.saturating_sub(half)..entered {
+        window::<FMA, S>(
+            &mut ring, center, entered, half, output, sigmoid, source, stats,
+        );
+    }
+    while left < entered {
+        leave(&mut ring, left, input, stats);
+        left += 1;
+    }
+}
+
+/// One window: every target against every context word of `center`'s window. A function
+/// rather than a closure in [`run_stream`]: a closure is compiled without the enclosing
+/// function's `target_feature`s, which turns `mul_add` into a libm call (measured 25x slower).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn window<const FMA: bool, S: WindowSource>(
+    ring: &mut Ring,
+    center: usize,
+    entered: usize,
+    half: usize,
+    output: &HogwildMatrix,
+    sigmoid: &Sigmoid,
+    source: &mut S,
+    stats: &mut EpochStats,
+) {
+    let lo = center.saturating_sub(half);
+    let hi = (center + half).min(entered - 1);
+    let mut targets = std::mem::take(&mut ring.targets);
+    source.targets(ring.words[center % ring.slots], &mut targets);
+    let alpha = source.alpha();
+    for q in lo..=hi {
+        if q != center {
+            let r = ring.slot(q);
+            ring.pending[r].fill(0.0);
+        }
+    }
+    for (k, &t) in targets.iter().enumerate() {
+        let label = if k == 0 { 1.0 } else { 0.0 };
+        // SAFETY: a shared view dropped at the end of the statement.
+        ring.target_vec.copy_from_slice(unsafe { output.row(t) });
+        ring.target_update.fill(0.0);
+        for q in lo..=hi {
+            if q == center {
+                continue;
+            }
+            let r = ring.slot(q);
+            let c = &ring.vectors[r.clone()];
+            let f = dot::<FMA>(c, &ring.target_vec);
+            let g = (label - sigmoid.eval(f)) * alpha;
+            axpy::<FMA>(g, &ring.target_vec, &mut ring.pending[r]);
+            axpy::<FMA>(g, c, &mut ring.target_update);
+        }
+        // SAFETY: the only reference to this output row on this thread.
+        add(&ring.target_update, unsafe { output.row_mut(t) });
+    }
+    let contexts = (hi - lo) as u64;
+    stats.pairs += contexts * targets.len() as u64;
+    stats.traffic.output_rows_read += targets.len() as u64;
+    stats.traffic.output_rows_written += targets.len() as u64;
+    ring.targets = targets;
+    for q in lo..=hi {
+        if q != center {
+            let r = ring.slot(q);
+            let (vectors, deltas, pending) = (
+                &mut ring.vectors[r.clone()],
+                &mut ring.deltas[r.clone()],
+                &ring.pending[r],
+            );
+            add(pending, vectors);
+            add(pending, deltas);
+        }
+    }
+}
+
+/// Position `pos` leaves the window: its summed update goes to the model.
+#[inline(always)]
+fn leave(ring: &mut Ring, pos: usize, input: &HogwildMatrix, stats: &mut EpochStats) {
+    let r = ring.slot(pos);
+    // SAFETY: the only reference to this input row on this thread.
+    add(&ring.deltas[r], unsafe {
+        input.row_mut(ring.words[pos % ring.slots])
+    });
+    stats.traffic.input_rows_written += 1;
+}
+
+/// A fixed stream for the tests: the words, then for each center in order its targets.
+struct FixedSource<'a> {
+    words: &'a [u32],
+    pos: usize,
+    targets: &'a [Vec<u32>],
+    next_center: usize,
+    alpha: f32,
+}
+
+impl WindowSource for FixedSource<'_> {
+    fn next_word(&mut self, stats: &mut EpochStats) -> Option<u32> {
+        let w = self.words.get(self.pos).copied()?;
+        self.pos += 1;
+        stats.words += 1;
+        Some(w)
+    }
+    fn targets(&mut self, center: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let given = &self.targets[self.next_center];
+        assert_eq!(
+            given.first(),
+            Some(&center),
+            "targets must start with the center"
+        );
+        out.extend_from_slice(given);
+        self.next_center += 1;
+    }
+    fn alpha(&self) -> f32 {
+        self.alpha
+    }
+}
+
+/// Runs `full` over the stream `words` on plain matrices with half-window `half`: the center
+/// at stream position `p` uses `targets[p]` (the center word first, then its negatives). No
+/// subsampling; the learning rate stays `alpha`. Returns the pair and traffic counts. The same
+/// code the training loop runs, exposed for the conformance tests.
+///
+/// # Panics
+/// When `targets` has fewer entries than `words` or one does not start with its center word.
+pub fn step_stream(
+    input: &mut [f32],
+    output: &mut [f32],
+    dim: usize,
+    half: usize,
+    words: &[u32],
+    targets: &[Vec<u32>],
+    alpha: f32,
+) -> EpochStats {
+    assert!(targets.len() >= words.len());
+    let input = HogwildMatrix::new(input, dim);
+    let output = HogwildMatrix::new(output, dim);
+    let sigmoid = Sigmoid::new();
+    let negative = targets.iter().map(|t| t.len()).max().unwrap_or(1);
+    let mut source = FixedSource {
+        words,
+        pos: 0,
+        targets,
+        next_center: 0,
+        alpha,
+    };
+    let mut stats = EpochStats::default();
+    run_stream_dispatch(
+        &input,
+        &output,
+        &sigmoid,
+        half.max(1),
+        negative,
+        &mut source,
+        &mut stats,
+        driver::cpu_has_fma(),
+    );
+    stats
+}

@@ -1,0 +1,287 @@
+//! The word2vec file formats, as word2vec.c writes them and gensim's
+//! `KeyedVectors.load_word2vec_format` reads them.
+//!
+//! - Text: a header line `V d`, then per word a line `word x_1 ... x_d` (single spaces). Values
+//!   use Rust's shortest round-trip formatting of `f32`, so a written file reads back exactly.
+//! - Binary: the same header line, then per word the word's UTF-8 bytes, one space, `d`
+//!   little-endian `f32`, and a newline (`fwrite` of the floats on a little-endian machine,
+//!   then `\n`, as word2vec.c).
+//!
+//! [`read_model`] tells the two apart by trying to parse the first record as text. Files ending
+//! in `.gz` (or starting with the gzip magic bytes) are decompressed. Reading loads the file into
+//! memory and parses it in one pass, O(V d).
+
+use crate::model::Model;
+use flate2::read::MultiGzDecoder;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// What can be wrong with a model file.
+#[derive(Debug, Error)]
+pub enum ModelIoError {
+    #[error("cannot read model {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("cannot write model {path}: {source}")]
+    Write { path: PathBuf, source: io::Error },
+    #[error("{path}: bad header {found:?}: expected \"<words> <dimension>\" (a word2vec text or binary file)")]
+    BadHeader { path: PathBuf, found: String },
+    #[error("{path}: word {index} of {words}: {problem}")]
+    BadRecord {
+        path: PathBuf,
+        index: usize,
+        words: usize,
+        problem: String,
+    },
+    #[error(
+        "model: word {index} is {word:?}; words must be non-empty without whitespace to be written"
+    )]
+    BadWord { index: usize, word: String },
+}
+
+fn check_words(model: &Model) -> Result<(), ModelIoError> {
+    for (index, w) in model.words().iter().enumerate() {
+        if w.is_empty() || w.chars().any(char::is_whitespace) {
+            return Err(ModelIoError::BadWord {
+                index,
+                word: w.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, ModelIoError> {
+    File::create(path)
+        .map(|f| BufWriter::with_capacity(1 << 20, f))
+        .map_err(|source| ModelIoError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Writes `model` in word2vec text format.
+pub fn write_text(model: &Model, path: &Path) -> Result<(), ModelIoError> {
+    check_words(model)?;
+    let mut out = create(path)?;
+    write_text_to(model, &mut out)
+        .and_then(|_| out.flush())
+        .map_err(|source| ModelIoError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+fn write_text_to(model: &Model, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "{} {}", model.len(), model.dim())?;
+    for (i, w) in model.words().iter().enumerate() {
+        out.write_all(w.as_bytes())?;
+        for x in model.vector(i) {
+            write!(out, " {x}")?;
+        }
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// The bytes of `model` in word2vec binary format.
+pub fn binary_bytes(model: &Model) -> Result<Vec<u8>, ModelIoError> {
+    check_words(model)?;
+    let mut out = Vec::with_capacity(16 + model.vectors().len() * 4 + model.len() * 12);
+    out.extend_from_slice(format!("{} {}\n", model.len(), model.dim()).as_bytes());
+    for (i, w) in model.words().iter().enumerate() {
+        out.extend_from_slice(w.as_bytes());
+        out.push(b' ');
+        for x in model.vector(i) {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+/// Writes `model` in word2vec binary format.
+pub fn write_binary(model: &Model, path: &Path) -> Result<(), ModelIoError> {
+    let bytes = binary_bytes(model)?;
+    let mut out = create(path)?;
+    out.write_all(&bytes)
+        .and_then(|_| out.flush())
+        .map_err(|source| ModelIoError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Which format a file is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Binary,
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>, ModelIoError> {
+    let err = |source| ModelIoError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let raw = std::fs::read(path).map_err(err)?;
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(err)?;
+        Ok(out)
+    } else {
+        Ok(raw)
+    }
+}
+
+/// Reads a word2vec text or binary file, whichever it is.
+pub fn read_model(path: &Path) -> Result<Model, ModelIoError> {
+    let bytes = read_bytes(path)?;
+    let format = detect(&bytes, path)?;
+    parse(&bytes, path, format)
+}
+
+/// Reads a file in the given format.
+pub fn read_format(path: &Path, format: Format) -> Result<Model, ModelIoError> {
+    parse(&read_bytes(path)?, path, format)
+}
+
+/// Parses model bytes in the given format; `path` only names them in errors.
+pub fn parse(bytes: &[u8], path: &Path, format: Format) -> Result<Model, ModelIoError> {
+    match format {
+        Format::Text => parse_text(bytes, path),
+        Format::Binary => parse_binary(bytes, path),
+    }
+}
+
+fn header(bytes: &[u8], path: &Path) -> Result<(usize, usize, usize), ModelIoError> {
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let line = String::from_utf8_lossy(&bytes[..end]);
+    let bad = || ModelIoError::BadHeader {
+        path: path.to_path_buf(),
+        found: line.chars().take(80).collect(),
+    };
+    let mut fields = line.split_whitespace();
+    let words: usize = fields.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+    let dim: usize = fields.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+    if dim == 0 || fields.next().is_some() {
+        return Err(bad());
+    }
+    Ok((words, dim, (end + 1).min(bytes.len())))
+}
+
+/// Text if the first record parses as `word` and `d` numbers, else binary.
+pub fn detect(bytes: &[u8], path: &Path) -> Result<Format, ModelIoError> {
+    let (words, dim, start) = header(bytes, path)?;
+    if words == 0 {
+        return Ok(Format::Text);
+    }
+    let rest = &bytes[start..];
+    let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    let is_text = std::str::from_utf8(&rest[..end]).is_ok_and(|line| {
+        let mut f = line.split_whitespace();
+        f.next().is_some() && f.clone().count() == dim && f.all(|x| x.parse::<f32>().is_ok())
+    });
+    Ok(if is_text {
+        Format::Text
+    } else {
+        Format::Binary
+    })
+}
+
+fn parse_text(bytes: &[u8], path: &Path) -> Result<Model, ModelIoError> {
+    let (n, dim, start) = header(bytes, path)?;
+    let text = std::str::from_utf8(&bytes[start..]).map_err(|e| ModelIoError::BadRecord {
+        path: path.to_path_buf(),
+        index: 0,
+        words: n,
+        problem: format!("byte {} is not valid UTF-8", start + e.valid_up_to()),
+    })?;
+    let mut words = Vec::with_capacity(n);
+    let mut vectors = Vec::with_capacity(n * dim);
+    let bad = |index: usize, problem: String| ModelIoError::BadRecord {
+        path: path.to_path_buf(),
+        index,
+        words: n,
+        problem,
+    };
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let index = words.len();
+        if index == n {
+            return Err(bad(
+                index,
+                format!("more lines than the header's {n} words"),
+            ));
+        }
+        let mut fields = line.split_whitespace();
+        let word = fields.next().unwrap_or_default();
+        let mut found = 0;
+        for x in fields {
+            let v: f32 = x
+                .parse()
+                .map_err(|_| bad(index, format!("{x:?} is not a number (word {word:?})")))?;
+            vectors.push(v);
+            found += 1;
+        }
+        if found != dim {
+            return Err(bad(
+                index,
+                format!("word {word:?} has {found} numbers, expected {dim}"),
+            ));
+        }
+        words.push(word.to_owned());
+    }
+    if words.len() != n {
+        return Err(bad(
+            words.len(),
+            format!("the file ends after {} of {n} words", words.len()),
+        ));
+    }
+    Model::new(words, dim, vectors).map_err(|e| bad(0, e.to_string()))
+}
+
+fn parse_binary(bytes: &[u8], path: &Path) -> Result<Model, ModelIoError> {
+    let (n, dim, mut pos) = header(bytes, path)?;
+    let mut words = Vec::with_capacity(n);
+    let mut vectors = Vec::with_capacity(n * dim);
+    let bad = |index: usize, problem: String| ModelIoError::BadRecord {
+        path: path.to_path_buf(),
+        index,
+        words: n,
+        problem,
+    };
+    for index in 0..n {
+        // gensim skips the newline after the previous vector (and any other leading spaces).
+        while pos < bytes.len() && (bytes[pos] == b'\n' || bytes[pos] == b' ') {
+            pos += 1;
+        }
+        let len = bytes[pos..]
+            .iter()
+            .position(|&b| b == b' ')
+            .ok_or_else(|| bad(index, "the file ends inside a word".into()))?;
+        let word = std::str::from_utf8(&bytes[pos..pos + len])
+            .map_err(|_| bad(index, "the word is not valid UTF-8".into()))?;
+        pos += len + 1;
+        let need = 4 * dim;
+        if bytes.len() < pos + need {
+            return Err(bad(
+                index,
+                format!("the file ends inside the vector of {word:?}"),
+            ));
+        }
+        vectors.extend(
+            bytes[pos..pos + need]
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        pos += need;
+        words.push(word.to_owned());
+    }
+    Model::new(words, dim, vectors).map_err(|e| bad(0, e.to_string()))
+}
