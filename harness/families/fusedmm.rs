@@ -4,10 +4,16 @@
 //! phase, next to the cost model's prediction.
 //!
 //! Variants are `algorithm/strategy` (`1.5d-dense-shift/reuse`), `1d` (the paper's baseline,
-//! which has one strategy) and `local` (the serial kernel on the whole matrix: the equivalence
-//! reference, communicating nothing). A point with `replication: 0` tries every replication
-//! factor the algorithm's grid allows for `ranks` and keeps the one whose busiest rank sent the
-//! fewest words (the paper's "best c", Table IV), reporting the model's best `c` beside it.
+//! which has one strategy), `local` (the serial kernel on the whole matrix: the equivalence
+//! reference, communicating nothing; for FusedMMA/B the fused local kernel, which never stores
+//! `R`) and `local-unfused` (the same, but FusedMMA/B as two calls: SDDMM storing `R`, then
+//! SpMMA/SpMMB reading it; the other kernels are the same as `local`). The local variants time
+//! only the kernels: the transpose the B-side kernels run on is built before the clock starts,
+//! as the applications and the distributed algorithms build it once and keep it.
+//!
+//! A point with `replication: 0` tries every replication factor the algorithm's grid allows for
+//! `ranks` and keeps the one whose busiest rank sent the fewest words (the paper's "best c",
+//! Table IV), reporting the model's best `c` beside it.
 //!
 //! Inputs: `S` from a seeded generator (Erdős-Rényi with `nnz_per_row` nonzeros a row, R-MAT of
 //! scale `rmat_scale`, or `circulant`: `S_ij != 0` iff `i + j` is a multiple of
@@ -35,14 +41,17 @@ use std::time::Instant;
 
 pub struct FusedmmFamily;
 
-/// The serial-kernel variant (equivalence reference).
+/// The serial-kernel variant (equivalence reference), fused kernels for FusedMMA/B.
 pub const LOCAL: &str = "local";
+/// The serial kernels with FusedMMA/B run as SDDMM then SpMM, storing `R`.
+pub const LOCAL_UNFUSED: &str = "local-unfused";
 
-/// Every variant: `local`, then each algorithm with each strategy it offers for fused kernels
-/// (`1d` alone has only one, so it keeps its bare name). A test checks this list against the
-/// crate's algorithms and strategies.
-pub const VARIANTS: [&str; 10] = [
+/// Every variant: `local` and `local-unfused`, then each algorithm with each strategy it offers
+/// for fused kernels (`1d` alone has only one, so it keeps its bare name). A test checks this
+/// list against the crate's algorithms and strategies.
+pub const VARIANTS: [&str; 11] = [
     LOCAL,
+    LOCAL_UNFUSED,
     "1d",
     "1.5d-dense-shift/none",
     "1.5d-dense-shift/reuse",
@@ -189,6 +198,77 @@ pub fn problem_of(point: &Params, dataset: Option<&Path>, seed: u64) -> Result<P
     let a = Dense::random(s.nrows(), r, seed.wrapping_add(1));
     let b = Dense::random(s.ncols(), r, seed.wrapping_add(2));
     Ok(Problem::new(s, a, b)?)
+}
+
+/// The serial kernel on the whole problem, timed without the transpose (`fused: false` runs
+/// FusedMMA/B as SDDMM then SpMM, storing `R`): the output and the seconds in the kernels.
+///
+/// A-side kernels run on `S`; B-side kernels on `S^T`, built first and not timed, using
+/// `SpMMB(R, A) = SpMMA(R^T, A)` and `R^T = S^T .* (B A^T)` (an SDDMM on the transpose with
+/// the dense inputs swapped), so fused and unfused read the same matrix. An SDDMM output is
+/// returned in the order of `S`.
+pub fn timed_local_kernel(
+    problem: &Problem,
+    kernel: Kernel,
+    fused: bool,
+    par: Par,
+) -> Result<(KernelOutput, f64)> {
+    use fusedmm::kernels;
+    let (s, a, b) = (problem.s(), problem.a(), problem.b());
+    let r = problem.r();
+    let st = matches!(kernel, Kernel::SpmmB | Kernel::FusedMmB).then(|| s.transpose());
+    let start = Instant::now();
+    let out = match (kernel, &st) {
+        (Kernel::Sddmm, _) => {
+            let mut values = vec![0.0; s.nnz()];
+            kernels::sddmm(s.into(), a, b, &mut values, par);
+            let seconds = start.elapsed().as_secs_f64();
+            return Ok((
+                KernelOutput::Sparse(whole::with_values(s, values)?),
+                seconds,
+            ));
+        }
+        (Kernel::SpmmA, _) => {
+            let mut out = Dense::zeros(s.nrows(), r);
+            kernels::spmm_a(s.into(), b, &mut out, par);
+            out
+        }
+        (Kernel::FusedMmA, _) if fused => {
+            let mut out = Dense::zeros(s.nrows(), r);
+            kernels::fusedmm_a(s.into(), a, b, &mut out, par);
+            out
+        }
+        (Kernel::FusedMmA, _) => {
+            let mut values = vec![0.0; s.nnz()];
+            kernels::sddmm(s.into(), a, b, &mut values, par);
+            let mut out = Dense::zeros(s.nrows(), r);
+            let rr: fusedmm::CsrRef = s.into();
+            kernels::spmm_a(rr.with_values(&values), b, &mut out, par);
+            out
+        }
+        (Kernel::SpmmB, Some(st)) => {
+            let mut out = Dense::zeros(s.ncols(), r);
+            kernels::spmm_b(st.into(), a, &mut out, par);
+            out
+        }
+        (Kernel::FusedMmB, Some(st)) if fused => {
+            let mut out = Dense::zeros(s.ncols(), r);
+            kernels::fusedmm_b(st.into(), a, b, &mut out, par);
+            out
+        }
+        (Kernel::FusedMmB, Some(st)) => {
+            let mut values = vec![0.0; st.nnz()];
+            kernels::sddmm(st.into(), b, a, &mut values, par);
+            let mut out = Dense::zeros(s.ncols(), r);
+            let rt: fusedmm::CsrRef = st.into();
+            kernels::spmm_b(rt.with_values(&values), a, &mut out, par);
+            out
+        }
+        (Kernel::SpmmB | Kernel::FusedMmB, None) => {
+            bail!("internal: no transpose for a B-side kernel")
+        }
+    };
+    Ok((KernelOutput::Dense(out), start.elapsed().as_secs_f64()))
 }
 
 /// The serial kernel on the whole problem.
@@ -455,10 +535,8 @@ impl Family for FusedmmFamily {
             "flops".to_string(),
             flops(kernel, problem.nnz(), problem.r()),
         );
-        if variant == LOCAL {
-            let start = Instant::now();
-            let out = local_kernel(problem, kernel, par)?;
-            let wall = start.elapsed().as_secs_f64();
+        if variant == LOCAL || variant == LOCAL_UNFUSED {
+            let (out, wall) = timed_local_kernel(problem, kernel, variant == LOCAL, par)?;
             metrics.insert("gflop_per_s".to_string(), gflops(kernel, problem, wall));
             // Nothing sent and nothing predicted: every agreement metric (`*_over_model`,
             // `model_exact`) is identically 1 here, which makes `local` the denominator of the
@@ -598,7 +676,7 @@ mod tests {
 
     #[test]
     fn variant_list_covers_every_algorithm_and_strategy() {
-        let mut expected = vec![LOCAL.to_string()];
+        let mut expected = vec![LOCAL.to_string(), LOCAL_UNFUSED.to_string()];
         for alg in fusedmm::algorithms() {
             if alg.strategies() == [Strategy::NoElision] && alg.name() == "1d" {
                 expected.push(alg.name().to_string());
@@ -609,11 +687,34 @@ mod tests {
             }
         }
         assert_eq!(expected, VARIANTS.to_vec());
-        for v in &VARIANTS[1..] {
+        for v in &VARIANTS[2..] {
             assert!(parse_variant(v).is_some(), "{v}");
         }
+        assert!(parse_variant(LOCAL_UNFUSED).is_none());
         assert!(parse_variant("1.5d-sparse-shift/fusion").is_none());
         assert!(parse_variant("nope").is_none());
+    }
+
+    #[test]
+    fn fused_and_unfused_local_kernels_agree_with_the_whole_matrix_kernels() {
+        let s = erdos_renyi(37, 29, 5, 3, Par::Seq).unwrap();
+        let problem = Problem::new(s, Dense::random(37, 7, 4), Dense::random(29, 7, 5)).unwrap();
+        for kernel in Kernel::ALL {
+            let want = flatten(&local_kernel(&problem, kernel, Par::Seq).unwrap());
+            let scale = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            assert!(scale > 0.0, "{kernel:?}");
+            for fused in [true, false] {
+                for par in [Par::Seq, Par::threads(3)] {
+                    let (out, seconds) = timed_local_kernel(&problem, kernel, fused, par).unwrap();
+                    assert!(seconds >= 0.0);
+                    let got = flatten(&out);
+                    assert_eq!(got.len(), want.len(), "{kernel:?}");
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!((g - w).abs() <= 1e-12 * scale, "{kernel:?} fused={fused}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

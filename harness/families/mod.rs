@@ -1,6 +1,7 @@
 //! Adapters from the algorithm crates to the harness's [`Family`] trait, and the registry.
 
 pub mod fusedmm;
+pub mod fusedmm_apps;
 pub mod lda;
 pub mod mock;
 pub mod sinkhorn;
@@ -12,6 +13,7 @@ pub fn registry() -> Vec<Box<dyn Family>> {
     vec![
         Box::new(sinkhorn::SinkhornFamily),
         Box::new(fusedmm::FusedmmFamily),
+        Box::new(fusedmm_apps::FusedmmAppsFamily),
         Box::new(lda::LdaFamily),
     ]
 }
