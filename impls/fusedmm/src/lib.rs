@@ -56,10 +56,10 @@
 //! in-process 2.5D sparse replicating FusedMM does one reduce-scatter and one all-gather of
 //! values (the paper describes an extra initial all-gather, see [`sparse_replicate`]).
 //!
-//! Not done yet: criterion benchmarks and the fused-vs-unfused experiment; the
-//! `parbench fusedmm` command and harness integration; the
-//! experiments; the MPI backend (issue 6). The local kernels are plain loops (no cache blocking
-//! or prefetching).
+//! Around this crate: criterion benches in `benches/kernels.rs`; the harness's `fusedmm` and
+//! `fusedmm-apps` families, the `parbench fusedmm` command and `experiments/fusedmm/`. Not done
+//! yet: the MPI backend (issue 6). The local kernels are plain loops (no cache blocking or
+//! prefetching).
 
 pub mod apps;
 pub mod comm;
