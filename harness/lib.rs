@@ -17,4 +17,5 @@ pub mod plan;
 pub mod plot;
 pub mod results;
 pub mod runner;
+pub mod w2v_cmd;
 pub mod wmd_cmd;

@@ -5,7 +5,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use parbench::runner::{self, ProgressMode};
 use parbench::{
-    check, claims, datadir, families, fusedmm_cmd, lda_cmd, machine, plan, results, wmd_cmd,
+    check, claims, datadir, families, fusedmm_cmd, lda_cmd, machine, plan, results, w2v_cmd,
+    wmd_cmd,
 };
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -87,6 +88,10 @@ enum Command {
         /// counts as a regression.
         #[arg(long, default_value_t = 1.5)]
         max_slowdown: f64,
+        /// Compare relative times only where every median involved is at least this many
+        /// seconds (shorter runs are scheduling noise on a shared machine).
+        #[arg(long, default_value_t = check::DEFAULT_MIN_TIME_S)]
+        min_time: f64,
     },
     /// List families, their variants and parameters, and the experiment files.
     List {
@@ -109,6 +114,9 @@ enum Command {
     /// Latent Dirichlet allocation on your corpus: train, print topics, write the tables.
     #[command(subcommand)]
     Lda(lda_cmd::LdaCommand),
+    /// word2vec on your corpus: train, evaluate, nearest neighbours.
+    #[command(subcommand)]
+    W2v(w2v_cmd::W2vCommand),
 }
 
 fn main() -> ExitCode {
@@ -189,11 +197,16 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             baseline,
             write_baseline,
             max_slowdown,
+            min_time,
         } => check_runs(
             &run_dir,
             baseline.as_deref(),
             write_baseline.as_deref(),
-            max_slowdown,
+            &check::CheckOptions {
+                max_slowdown,
+                min_time_s: min_time,
+                ..check::CheckOptions::default()
+            },
             data_dir.as_deref(),
         ),
         Command::List { experiments } => {
@@ -219,6 +232,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Lda(cmd) => {
             lda_cmd::run(&cmd, data_dir.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::W2v(cmd) => {
+            w2v_cmd::run(&cmd, data_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -361,7 +378,7 @@ fn check_runs(
     run_dir: &Path,
     baseline: Option<&Path>,
     write_baseline: Option<&Path>,
-    max_slowdown: f64,
+    options: &check::CheckOptions,
     data_dir: Option<&Path>,
 ) -> Result<ExitCode> {
     let dirs = run_dirs(run_dir)?;
@@ -382,7 +399,7 @@ fn check_runs(
     let (mut claims_ok, mut perf_ok) = (true, true);
     for dir in &dirs {
         let (plan, rows) = load_run(dir, data_dir)?;
-        let report = check::check(&rows, &plan.config, base.as_ref(), max_slowdown);
+        let report = check::check_with(&rows, &plan.config, base.as_ref(), options);
         println!("== {} ({}) ==", plan.config.name, dir.display());
         print_claims(&report.claims);
         for w in &report.warnings {

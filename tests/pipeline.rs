@@ -155,7 +155,12 @@ fn check_passes_against_its_own_baseline_and_flags_a_slower_variant() {
             r
         })
         .collect();
-    let report = check::check(&slower, &plan.config, Some(&base), 1.5);
+    // The mock's scripted times are milliseconds but exact: compare them whatever their length.
+    let exact = check::CheckOptions {
+        min_time_s: 0.0,
+        ..check::CheckOptions::default()
+    };
+    let report = check::check_with(&slower, &plan.config, Some(&base), &exact);
     assert!(
         !report.regressions.is_empty(),
         "a 3x slowdown must be reported"

@@ -5,6 +5,7 @@ pub mod fusedmm_apps;
 pub mod lda;
 pub mod mock;
 pub mod sinkhorn;
+pub mod word2vec;
 
 use crate::model::Family;
 
@@ -15,6 +16,7 @@ pub fn registry() -> Vec<Box<dyn Family>> {
         Box::new(fusedmm::FusedmmFamily),
         Box::new(fusedmm_apps::FusedmmAppsFamily),
         Box::new(lda::LdaFamily),
+        Box::new(word2vec::Word2vecFamily),
     ]
 }
 

@@ -1,0 +1,679 @@
+//! `parbench w2v`: word2vec (skip-gram with negative sampling) on the user's own corpus.
+//!
+//! - `train`: read the corpus (plain or gzip text, whitespace-tokenized, a newline ends a
+//!   sentence, sentences cut at 1000 words as word2vec.c does), train with one of the `word2vec`
+//!   crate's variants while a progress bar (plain lines when stderr is not a terminal) shows the
+//!   progress, words/s and the current learning rate, then write the embeddings in word2vec text
+//!   or binary format atomically (a temporary file in the same folder, then a rename) and print
+//!   words/s, GFLOP/s and the model traffic per epoch. Cost: one streaming pass over the corpus,
+//!   then O(epochs x words x window x (negative + 1) x dim) for training, O(V d) to write.
+//! - `eval`: WordSim-353 and SimLex-999 Spearman correlations (with the pairs covered) and the
+//!   Google analogies by 3CosAdd and 3CosMul (overall, semantic, syntactic, with coverage) from
+//!   the data dir; `--json` prints one JSON object. Cost: O(pairs d) for similarity,
+//!   O(distinct question words x candidates x d) for analogies.
+//! - `neighbors`: the k nearest words by cosine of each word asked, O(V d) per word.
+//!
+//! A corpus or model name that does not exist here is looked up in the data dir, so
+//! `--corpus wiki17m.txt.gz` finds the shared corpus.
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value as Json};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use word2vec::eval::{self, AnalogyAccuracy, AnalogyResult, Evaluator, SimilarityResult};
+use word2vec::{io, Control, Corpus, CorpusOptions, EpochReport, Model, TrainOutput, TrainParams};
+
+/// File names of the evaluation sets in the data dir.
+pub const WORDSIM353_FILE: &str = "wordsim353.tsv";
+pub const SIMLEX999_FILE: &str = "simlex999.txt";
+pub const ANALOGY_FILE: &str = "questions-words.txt";
+
+/// word2vec subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum W2vCommand {
+    /// Train skip-gram embeddings with negative sampling and write them in word2vec format.
+    #[command(
+        long_about = "Trains skip-gram word embeddings with negative sampling (word2vec.c's \
+    algorithm) on your corpus and writes them in word2vec text format, or binary with --binary; both \
+    read by gensim's KeyedVectors.load_word2vec_format and by `parbench w2v eval`.\n\n\
+    Corpus: plain or .gz text split on whitespace; a newline ends a sentence and sentences are cut at \
+    1000 words (a corpus that is one line, like text8, trains in 1000-word sentences). Words are \
+    not lowercased. A name that does not exist here is looked up in the data dir (--data-dir, \
+    $PARBENCH_DATA), e.g. --corpus wiki17m.txt.gz.\n\n\
+    Variants (every one Hogwild across threads): hogwild (word2vec.c, pair by pair), gemm (pWord2Vec: \
+    a center word's context against the center and K shared negatives as small matrix products), \
+    full (FULL-W2V: fixed window ceil(W/2), negatives held locally, context vectors kept in a ring \
+    buffer for their lifetime in the window).\n\n\
+    Defaults are word2vec.c's skip-gram settings (-size 100 -window 5 -negative 5 -min-count 5 \
+    -sample 1e-4 -alpha 0.025 -iter 5). Progress and the final words/s, GFLOP/s and model bytes per \
+    epoch go to stderr and stdout.\n\n\
+    Example:  parbench w2v train --corpus wiki17m.txt.gz --variant gemm --dim 300 --epochs 1 \
+    --threads 2 --out vectors.bin --binary"
+    )]
+    Train(TrainArgs),
+    /// Word similarity (WS-353, SimLex-999) and analogies (3CosAdd, 3CosMul) of a model.
+    #[command(
+        long_about = "Evaluates word vectors in word2vec text or binary format (.gz allowed) on \
+    the data dir's wordsim353.tsv, simlex999.txt (Spearman correlation of cosine with the human \
+    scores, ties averaged, over the pairs whose words are both in the model) and questions-words.txt \
+    (Google analogies: answers searched among the 30,000 most frequent words with the three question \
+    words excluded, case-insensitive; accuracy among covered questions, overall, semantic and \
+    syntactic). A missing benchmark file is skipped with a note.\n\n\
+    Example:  parbench w2v eval --model vectors.bin --json"
+    )]
+    Eval(EvalArgs),
+    /// The nearest words of each given word by cosine similarity.
+    Neighbors(NeighborsArgs),
+}
+
+/// Arguments of `parbench w2v train`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct TrainArgs {
+    /// Text corpus (.gz allowed); a name not found here is looked up in the data dir.
+    #[arg(long, value_name = "FILE")]
+    pub corpus: PathBuf,
+    /// Training variant.
+    #[arg(
+        long,
+        default_value = "hogwild",
+        value_parser = clap::builder::PossibleValuesParser::new(word2vec::variant_names())
+    )]
+    pub variant: String,
+    /// Embedding dimension.
+    #[arg(long, value_name = "D", default_value_t = 100)]
+    pub dim: usize,
+    /// Maximum window (hogwild and gemm draw a window in [1, W] per word; full uses ceil(W/2)).
+    #[arg(long, value_name = "W", default_value_t = 5)]
+    pub window: usize,
+    /// Negative samples per positive pair (per center word for gemm and full).
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub negative: usize,
+    /// Drop words seen fewer times than this from the vocabulary.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub min_count: u64,
+    /// Keep only the N most frequent words (pWord2Vec Table II).
+    #[arg(long, value_name = "N")]
+    pub max_vocab: Option<usize>,
+    /// Train on the first N words of the corpus only.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Subsampling threshold of frequent words (0 keeps every word).
+    #[arg(long, value_name = "S", default_value_t = 1e-4)]
+    pub sample: f64,
+    /// Starting learning rate, decayed linearly to alpha * 1e-4 over all epochs.
+    #[arg(
+        long,
+        value_name = "A",
+        default_value_t = 0.025,
+        allow_negative_numbers = true
+    )]
+    pub alpha: f64,
+    /// Passes over the corpus.
+    #[arg(long, value_name = "E", default_value_t = 5)]
+    pub epochs: usize,
+    /// Worker threads (default: every core).
+    #[arg(long, value_name = "T")]
+    pub threads: Option<usize>,
+    /// Seed of the initial vectors and of every thread's random stream.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where to write the embeddings (word2vec text format, binary with --binary).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Write word2vec's binary format instead of text.
+    #[arg(long)]
+    pub binary: bool,
+}
+
+/// Arguments of `parbench w2v eval`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct EvalArgs {
+    /// Word vectors in word2vec text or binary format (.gz allowed).
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// Analogy answers are searched among this many most frequent words.
+    #[arg(long, value_name = "N", default_value_t = eval::ANALOGY_CANDIDATES)]
+    pub candidates: usize,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `parbench w2v neighbors`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct NeighborsArgs {
+    /// Word vectors in word2vec text or binary format (.gz allowed).
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// Words to look up (case-insensitive).
+    #[arg(required = true, value_name = "WORD")]
+    pub words: Vec<String>,
+    /// Neighbours shown per word.
+    #[arg(short = 'k', long, default_value_t = 10)]
+    pub k: usize,
+}
+
+/// Runs a word2vec subcommand; `data_dir` is where names not found here are looked up and where
+/// the evaluation sets are.
+pub fn run(cmd: &W2vCommand, data_dir: Option<&Path>) -> Result<()> {
+    match cmd {
+        W2vCommand::Train(args) => train(args, data_dir),
+        W2vCommand::Eval(args) => evaluate(args, data_dir),
+        W2vCommand::Neighbors(args) => neighbors(args, data_dir),
+    }
+}
+
+/// `path` itself when it exists, else the same name in the data dir when it is there.
+fn locate_input(path: &Path, data_dir: Option<&Path>) -> PathBuf {
+    if path.exists() || path.is_absolute() {
+        return path.to_path_buf();
+    }
+    match data_dir.map(|d| d.join(path)) {
+        Some(candidate) if candidate.is_file() => candidate,
+        _ => path.to_path_buf(),
+    }
+}
+
+/// The training settings of the arguments (validated).
+pub fn params_of(args: &TrainArgs) -> Result<TrainParams> {
+    let threads = match args.threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let params = TrainParams {
+        dim: args.dim,
+        window: args.window,
+        negative: args.negative,
+        sample: args.sample,
+        alpha: args.alpha,
+        epochs: args.epochs,
+        threads,
+        seed: args.seed,
+        min_count: args.min_count,
+        ..TrainParams::default()
+    };
+    params.validate().context("invalid word2vec settings")?;
+    Ok(params)
+}
+
+fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
+    let trainer = word2vec::variant(&args.variant).with_context(|| {
+        format!(
+            "unknown variant {:?}; choose one of: {}",
+            args.variant,
+            word2vec::variant_names().join(", ")
+        )
+    })?;
+    // Everything that can be checked before a long run is checked first.
+    let params = params_of(args)?;
+    if args.max_vocab == Some(0) {
+        bail!("--max-vocab must be at least 1");
+    }
+    if args.max_tokens == Some(0) {
+        bail!("--max-tokens must be at least 1");
+    }
+    check_output_folder(&args.out)?;
+    let corpus_path = locate_input(&args.corpus, data_dir);
+    let t = Instant::now();
+    let corpus = Corpus::read(
+        &corpus_path,
+        &CorpusOptions {
+            min_count: args.min_count,
+            max_vocab: args.max_vocab,
+            max_tokens: args.max_tokens,
+        },
+    )
+    .with_context(|| format!("reading the corpus {}", corpus_path.display()))?;
+    eprintln!(
+        "corpus: {} words in the vocabulary's {} types, {} sentence breaks ({:.2} s)",
+        corpus.num_words(),
+        corpus.vocab().len(),
+        corpus.line_ends().len(),
+        t.elapsed().as_secs_f64()
+    );
+    eprintln!(
+        "training: {}, d = {}, window {}, {} negatives, sample {}, alpha {}, {} epoch(s), {} thread(s), seed {}",
+        trainer.name(),
+        params.dim,
+        params.window,
+        params.negative,
+        params.sample,
+        params.alpha,
+        params.epochs,
+        params.threads,
+        params.seed
+    );
+    let out = {
+        let mut display = Progress::new(corpus.num_words() * params.epochs as u64);
+        let result = trainer.train(&corpus, &params, &mut |r| {
+            display.update(r);
+            Control::Continue
+        });
+        display.finish();
+        result.with_context(|| format!("training with variant {}", trainer.name()))?
+    };
+    let t = Instant::now();
+    write_model_atomically(&out.model, &args.out, args.binary)?;
+    eprintln!(
+        "wrote {} vectors of dimension {} to {} ({}, {:.2} s)",
+        out.model.len(),
+        out.model.dim(),
+        args.out.display(),
+        if args.binary { "binary" } else { "text" },
+        t.elapsed().as_secs_f64()
+    );
+    print_train_summary(trainer.name(), &params, &out);
+    Ok(())
+}
+
+/// Fails early, before a long training run, when the output could not be written.
+fn check_output_folder(out: &Path) -> Result<()> {
+    if out.file_name().is_none() || out.is_dir() {
+        bail!("--out {} must name a file, not a folder", out.display());
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        bail!(
+            "the folder {} of --out does not exist; create it first",
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes the model through a temporary file in the same folder and a rename, so a reader never
+/// sees a half-written model and a failed write leaves an older file in place.
+fn write_model_atomically(model: &Model, path: &Path, binary: bool) -> Result<()> {
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} is not a file path", path.display()))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let written = if binary {
+        io::write_binary(model, &tmp)
+    } else {
+        io::write_text(model, &tmp)
+    };
+    let result = written
+        .map_err(anyhow::Error::from)
+        .and_then(|()| {
+            std::fs::File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .map_err(anyhow::Error::from)
+        })
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(anyhow::Error::from));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.context(format!("writing the model to {}", path.display())));
+    }
+    Ok(())
+}
+
+fn print_train_summary(variant: &str, params: &TrainParams, out: &TrainOutput) {
+    let gflops = if out.seconds > 0.0 {
+        out.flops / out.seconds / 1e9
+    } else {
+        0.0
+    };
+    println!(
+        "{variant}: {} words in {:.3} s: {:.0} words/sec, {:.2} GFLOP/s ({} epoch(s), {} thread(s))",
+        out.words_processed,
+        out.seconds,
+        out.words_per_second,
+        gflops,
+        out.epochs_completed,
+        params.threads
+    );
+    for (e, stats) in out.epochs.iter().enumerate() {
+        println!(
+            "  epoch {}: {} words ({} kept after subsampling), {:.3} s, model traffic {:.1} MB read, {:.1} MB written",
+            e + 1,
+            stats.words,
+            stats.kept_words,
+            stats.seconds,
+            stats.traffic.bytes_read(params.dim) as f64 / 1e6,
+            stats.traffic.bytes_written(params.dim) as f64 / 1e6
+        );
+    }
+}
+
+/// The training display: an indicatif bar over corpus words on a terminal; otherwise a plain
+/// line at every epoch end and every [`Progress::LINE_INTERVAL_S`] seconds (logs keep them).
+struct Progress {
+    bar: Option<ProgressBar>,
+    last_line_s: f64,
+}
+
+impl Progress {
+    const LINE_INTERVAL_S: f64 = 10.0;
+
+    fn new(words_total: u64) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(words_total);
+            let style = ProgressStyle::with_template(
+                "[{elapsed_precise}] {wide_bar} {percent:>3}% (eta {eta}) {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
+        });
+        Progress {
+            bar,
+            last_line_s: 0.0,
+        }
+    }
+
+    fn update(&mut self, r: &EpochReport) {
+        let text = format!(
+            "epoch {}/{}  {:.0} words/sec  alpha {:.6}",
+            (r.epoch + 1).min(r.epochs),
+            r.epochs,
+            r.words_per_second,
+            r.alpha
+        );
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(r.words_processed);
+                bar.set_message(text);
+            }
+            None => {
+                if r.epoch_finished || r.elapsed_seconds - self.last_line_s >= Self::LINE_INTERVAL_S
+                {
+                    self.last_line_s = r.elapsed_seconds;
+                    let share = r.words_processed as f64 / r.words_total.max(1) as f64;
+                    eprintln!(
+                        "{:5.1}% {text}{}",
+                        100.0 * share,
+                        if r.epoch_finished {
+                            " (epoch done)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn read_model(path: &Path, data_dir: Option<&Path>) -> Result<Model> {
+    let path = locate_input(path, data_dir);
+    let model =
+        io::read_model(&path).with_context(|| format!("reading the model {}", path.display()))?;
+    if model.is_empty() {
+        bail!("the model {} has no words", path.display());
+    }
+    Ok(model)
+}
+
+/// What `eval` measured; a benchmark whose file was missing is `None`.
+#[derive(Clone, Debug)]
+pub struct EvalOutcome {
+    pub wordsim353: Option<SimilarityResult>,
+    pub simlex999: Option<SimilarityResult>,
+    pub analogy: Option<AnalogyResult>,
+}
+
+/// Evaluates `model` on the benchmark files found in `dir`; errors when none is there or one is
+/// malformed.
+pub fn evaluate_in(model: &Model, dir: &Path, candidates: usize) -> Result<EvalOutcome> {
+    let existing = |name: &str| {
+        let p = dir.join(name);
+        p.is_file().then_some(p)
+    };
+    let (ws, sl, an) = (
+        existing(WORDSIM353_FILE),
+        existing(SIMLEX999_FILE),
+        existing(ANALOGY_FILE),
+    );
+    if ws.is_none() && sl.is_none() && an.is_none() {
+        bail!(
+            "none of {WORDSIM353_FILE}, {SIMLEX999_FILE}, {ANALOGY_FILE} is in {}; pass the folder \
+             that holds them with --data-dir (or set {})",
+            dir.display(),
+            crate::datadir::DATA_ENV
+        );
+    }
+    let evaluator = Evaluator::new(model);
+    let similarity = |p: Option<PathBuf>| -> Result<Option<SimilarityResult>> {
+        p.map(|p| {
+            let pairs = eval::read_similarity(&p)?;
+            Ok(evaluator.similarity(&pairs))
+        })
+        .transpose()
+    };
+    let wordsim353 = similarity(ws)?;
+    let simlex999 = similarity(sl)?;
+    let analogy = an
+        .map(|p| -> Result<AnalogyResult> {
+            let sections = eval::read_analogies(&p)?;
+            Ok(evaluator.analogy(&sections, candidates))
+        })
+        .transpose()?;
+    Ok(EvalOutcome {
+        wordsim353,
+        simlex999,
+        analogy,
+    })
+}
+
+fn evaluate(args: &EvalArgs, data_dir: Option<&Path>) -> Result<()> {
+    if args.candidates == 0 {
+        bail!("--candidates must be at least 1");
+    }
+    let model = read_model(&args.model, data_dir)?;
+    let Some(dir) = data_dir else {
+        // Names the places looked at and how to fix it.
+        crate::datadir::require(None, WORDSIM353_FILE)?;
+        bail!("no data dir with the evaluation sets was found");
+    };
+    if !dir.is_dir() {
+        bail!(
+            "the data dir {} does not exist; pass the folder holding {WORDSIM353_FILE}, \
+             {SIMLEX999_FILE} and {ANALOGY_FILE} with --data-dir",
+            dir.display()
+        );
+    }
+    let t = Instant::now();
+    let outcome = evaluate_in(&model, dir, args.candidates)?;
+    let seconds = t.elapsed().as_secs_f64();
+    if args.json {
+        let v = eval_json(&args.model, &model, &outcome, args.candidates, seconds);
+        let stdout = std::io::stdout();
+        let mut w = stdout.lock();
+        serde_json::to_writer(&mut w, &v)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(w))
+            .context("writing the JSON report to stdout")?;
+    } else {
+        print_eval(&model, &outcome, dir, seconds);
+    }
+    Ok(())
+}
+
+/// NaN (nothing covered) as JSON null.
+fn num(x: f64) -> Json {
+    if x.is_finite() {
+        json!(x)
+    } else {
+        Json::Null
+    }
+}
+
+fn similarity_json(r: &Option<SimilarityResult>) -> Json {
+    match r {
+        None => Json::Null,
+        Some(r) => json!({
+            "spearman": num(r.spearman),
+            "pairs_covered": r.pairs_covered,
+            "pairs_total": r.pairs_total,
+        }),
+    }
+}
+
+fn accuracy_json(a: &AnalogyAccuracy) -> Json {
+    json!({
+        "overall": num(a.overall),
+        "semantic": num(a.semantic),
+        "syntactic": num(a.syntactic),
+        "correct": a.correct,
+        "semantic_correct": a.semantic_correct,
+        "syntactic_correct": a.syntactic_correct,
+    })
+}
+
+fn eval_json(
+    path: &Path,
+    model: &Model,
+    outcome: &EvalOutcome,
+    candidates: usize,
+    seconds: f64,
+) -> Json {
+    let analogy = match &outcome.analogy {
+        None => Json::Null,
+        Some(a) => json!({
+            "add": accuracy_json(&a.add),
+            "mul": accuracy_json(&a.mul),
+            "covered": a.covered,
+            "total": a.total,
+            "coverage": num(a.covered as f64 / a.total as f64),
+            "semantic_covered": a.semantic_covered,
+            "semantic_total": a.semantic_total,
+            "syntactic_covered": a.syntactic_covered,
+            "syntactic_total": a.syntactic_total,
+            "candidates": candidates,
+        }),
+    };
+    json!({
+        "model": {
+            "path": path.display().to_string(),
+            "words": model.len(),
+            "dim": model.dim(),
+        },
+        "wordsim353": similarity_json(&outcome.wordsim353),
+        "simlex999": similarity_json(&outcome.simlex999),
+        "analogy": analogy,
+        "eval_s": seconds,
+    })
+}
+
+fn pct(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:5.1}%", 100.0 * x)
+    } else {
+        "    -".to_string()
+    }
+}
+
+fn print_eval(model: &Model, outcome: &EvalOutcome, dir: &Path, seconds: f64) {
+    println!("model: {} words, dimension {}", model.len(), model.dim());
+    for (name, r, file) in [
+        ("WordSim-353", &outcome.wordsim353, WORDSIM353_FILE),
+        ("SimLex-999", &outcome.simlex999, SIMLEX999_FILE),
+    ] {
+        match r {
+            Some(r) => println!(
+                "{name:<12} Spearman {:>7}  ({} of {} pairs covered)",
+                if r.spearman.is_finite() {
+                    format!("{:.4}", r.spearman)
+                } else {
+                    "-".to_string()
+                },
+                r.pairs_covered,
+                r.pairs_total
+            ),
+            None => println!("{name:<12} skipped: {file} not in {}", dir.display()),
+        }
+    }
+    match &outcome.analogy {
+        Some(a) => {
+            println!(
+                "analogies    {} of {} questions covered (semantic {}/{}, syntactic {}/{})",
+                a.covered,
+                a.total,
+                a.semantic_covered,
+                a.semantic_total,
+                a.syntactic_covered,
+                a.syntactic_total
+            );
+            println!("             overall  semantic  syntactic");
+            for (name, acc) in [("3CosAdd", &a.add), ("3CosMul", &a.mul)] {
+                println!(
+                    "  {name:<10} {}    {}     {}",
+                    pct(acc.overall),
+                    pct(acc.semantic),
+                    pct(acc.syntactic)
+                );
+            }
+        }
+        None => println!(
+            "analogies    skipped: {ANALOGY_FILE} not in {}",
+            dir.display()
+        ),
+    }
+    eprintln!("evaluated in {seconds:.2} s");
+}
+
+fn neighbors(args: &NeighborsArgs, data_dir: Option<&Path>) -> Result<()> {
+    if args.k == 0 {
+        bail!("-k must be at least 1");
+    }
+    let model = read_model(&args.model, data_dir)?;
+    let evaluator = Evaluator::new(&model);
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    let mut missing = Vec::new();
+    for word in &args.words {
+        if evaluator.lookup(word).is_none() {
+            missing.push(word.as_str());
+            continue;
+        }
+        let found = evaluator.neighbors(word, args.k);
+        let width = found.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        writeln!(w, "{word}:").context("writing to stdout")?;
+        for (n, cos) in found {
+            writeln!(w, "  {n:<width$}  {cos:.4}").context("writing to stdout")?;
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "not in the model ({} words): {}",
+            model.len(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_numbers_turn_nan_into_null() {
+        assert_eq!(num(f64::NAN), Json::Null);
+        assert_eq!(num(0.5), json!(0.5));
+    }
+
+    #[test]
+    fn an_output_path_in_a_missing_folder_is_refused_before_training() {
+        let err = check_output_folder(Path::new("/no/such/folder/v.bin")).unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(check_output_folder(Path::new("vectors.txt")).is_ok());
+        assert!(check_output_folder(Path::new("/tmp")).is_err());
+    }
+}
