@@ -468,7 +468,10 @@ mod tests {
         let base = make_baseline(&rows(1.0, 0.005, &[10]), &config());
         let report = check(&rows(1.0, 0.015, &[10]), &config(), Some(&base), 1.5);
         assert!(report.passed(), "{report}");
-        assert!(report.notes.iter().any(|n| n.contains("too short")), "{report}");
+        assert!(
+            report.notes.iter().any(|n| n.contains("too short")),
+            "{report}"
+        );
     }
 
     #[test]
