@@ -10,7 +10,15 @@ fn main() {
     let threads: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(2);
     let only: Vec<&str> = args.iter().skip(1).map(|s| s.as_str()).collect();
     let t = Instant::now();
-    let problem = generate(&SyntheticSpec::paper()).expect("paper spec is valid");
+    // QUERY_WORDS=n changes the query length v_s (Fig. 10 sweeps it).
+    let mut spec = SyntheticSpec::paper();
+    if let Some(n) = std::env::var("QUERY_WORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        spec.query_words = n;
+    }
+    let problem = generate(&spec).expect("paper spec is valid");
     println!(
         "generate: {:.1} ms, nnz {}, used words {}",
         t.elapsed().as_secs_f64() * 1e3,
