@@ -31,11 +31,21 @@ pub const DEFAULT_MIN_TIME_S: f64 = 0.02;
 pub const BASELINE_VERSION: u32 = 1;
 
 /// Reference timings committed to the repository.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
     pub version: u32,
     /// Experiment name -> its baseline.
     pub experiments: BTreeMap<String, ExperimentBaseline>,
+}
+
+/// An empty baseline of the current format (what `check --write-baseline` merges runs into).
+impl Default for Baseline {
+    fn default() -> Self {
+        Baseline {
+            version: BASELINE_VERSION,
+            experiments: BTreeMap::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -428,6 +438,18 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Regression: `check --write-baseline` merged runs into `Baseline::default()`, whose
+    /// derived version 0 made the file it wrote unreadable by `check --baseline`.
+    #[test]
+    fn a_baseline_merged_into_the_default_loads_back() {
+        let mut all = Baseline::default();
+        all.merge(make_baseline(&rows(1.0, 0.1, &[10]), &config()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.json");
+        all.save(&path).unwrap();
+        assert_eq!(Baseline::load(&path).unwrap(), all);
     }
 
     #[test]
