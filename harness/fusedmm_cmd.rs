@@ -11,7 +11,7 @@ use crate::families::fusedmm::{self as family, CommSummary};
 use anyhow::{bail, Context, Result};
 use fusedmm::{Dense, FusedMmError, Kernel, KernelOutput, Par, Problem, Strategy};
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -230,7 +230,7 @@ pub fn run(args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
 
     let t = Instant::now();
     if let Some(path) = &args.out {
-        write_atomically(path, |w| match &output {
+        crate::results::write_atomic_with(path, |w| match &output {
             KernelOutput::Sparse(s) => fusedmm::mtx::write_coordinate(w, s),
             KernelOutput::Dense(d) => fusedmm::mtx::write_array(w, d),
         })
@@ -340,30 +340,4 @@ fn print_summary(s: &CommSummary, read_s: f64, write_s: f64) {
         "  read {read_s:.3} s, run {:.4} s (local kernels {:.4} s on the busiest rank), {:.2} GFLOP/s, write {write_s:.3} s",
         s.wall_s, s.compute_s_max, s.gflop_per_s
     );
-}
-
-/// Writes `path` through a temporary file in the same folder and a rename, so a reader never
-/// sees a half-written file and a failed run leaves the old file in place.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> Result<()> {
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file path", path.display()))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| -> std::io::Result<()> {
-        let mut w = BufWriter::new(File::create(&tmp)?);
-        write(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e.into());
-    }
-    Ok(())
 }

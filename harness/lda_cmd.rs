@@ -12,8 +12,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaOutput, LdaParams, TextOptions};
 use serde_json::{json, Value as Json};
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -469,7 +468,7 @@ fn write_outputs(
         h
     };
     let path = dir.join("word_topic.csv");
-    write_atomically(&path, |w| {
+    crate::results::write_atomic_with(&path, |w| {
         writeln!(w, "{}", header("word_id,word"))?;
         for (word, row) in out.state.word_topic().chunks(k).enumerate() {
             write!(w, "{word},{}", csv_field(&corpus.word_name(word as u32)))?;
@@ -479,7 +478,7 @@ fn write_outputs(
     })
     .with_context(|| format!("writing {}", path.display()))?;
     let path = dir.join("doc_topic.csv");
-    write_atomically(&path, |w| {
+    crate::results::write_atomic_with(&path, |w| {
         writeln!(w, "{}", header("doc"))?;
         for (doc, row) in out.state.doc_topic().chunks(k).enumerate() {
             write!(w, "{}", doc + 1)?;
@@ -489,10 +488,10 @@ fn write_outputs(
     })
     .with_context(|| format!("writing {}", path.display()))?;
     let path = dir.join("top_words.txt");
-    write_atomically(&path, |w| write_top_words(w, topics))
+    crate::results::write_atomic_with(&path, |w| write_top_words(w, topics))
         .with_context(|| format!("writing {}", path.display()))?;
     let path = dir.join("summary.json");
-    write_atomically(&path, |w| {
+    crate::results::write_atomic_with(&path, |w| {
         serde_json::to_writer_pretty(&mut *w, summary)?;
         writeln!(w)
     })
@@ -514,32 +513,6 @@ fn csv_field(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// Writes `path` through a temporary file in the same folder and a rename, so a reader never
-/// sees a half-written table and a failed run leaves the old file in place.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> Result<()> {
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file path", path.display()))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| -> std::io::Result<()> {
-        let mut w = BufWriter::new(File::create(&tmp)?);
-        write(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e.into());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -103,10 +103,19 @@ pub fn figures_dir(run_dir: &Path) -> PathBuf {
     run_dir.join(FIGURES_DIR)
 }
 
-/// Writes `bytes` to `path` so that readers see either the old file or the new one: write a
-/// `<name>.tmp` sibling, fsync it, rename it over `path`, then fsync the directory (best effort:
-/// not every platform can open a directory) so the rename itself survives a crash.
+/// Writes `bytes` to `path` atomically; see [`write_atomic_with`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// Writes `path` so that readers see either the old file or the new one: `write` fills a
+/// `<name>.tmp` sibling, which is fsynced and renamed over `path`, then the directory is fsynced
+/// (best effort: not every platform can open a directory) so the rename itself survives a crash.
+/// On any failure the temporary file is removed and the old `path` is left as it was.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<File>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     let file_name = path
         .file_name()
         .with_context(|| format!("{} does not name a file", path.display()))?;
@@ -114,9 +123,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     tmp_name.push(".tmp");
     let tmp_path = path.with_file_name(tmp_name);
     let write_tmp = || -> std::io::Result<()> {
-        let mut file = File::create(&tmp_path)?;
-        file.write_all(bytes)?;
-        file.sync_all()
+        let mut w = std::io::BufWriter::new(File::create(&tmp_path)?);
+        write(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
     };
     if let Err(err) = write_tmp() {
         let _ = std::fs::remove_file(&tmp_path);

@@ -11,9 +11,8 @@ use parbench_common::embeddings::read_word2vec_text_with_stats;
 use parbench_common::Par;
 use sinkhorn::corpus::{query_problem, CorpusVocab, DocCorpus};
 use sinkhorn::{Control, SinkhornParams};
-use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// Arguments of `parbench wmd`.
@@ -198,7 +197,7 @@ pub fn run(args: &WmdArgs) -> Result<()> {
 
     let t = Instant::now();
     match &args.out {
-        Some(path) => write_atomically(path, |w| {
+        Some(path) => crate::results::write_atomic_with(path, |w| {
             write_csv(w, &out.distances, &labels, args.labeled)
         })
         .with_context(|| format!("writing {}", path.display()))?,
@@ -269,32 +268,6 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// Writes `path` through a temporary file in the same folder and a rename, so a reader never
-/// sees a half-written file and a failed run leaves the old file in place.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> Result<()> {
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file path", path.display()))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| -> std::io::Result<()> {
-        let mut w = BufWriter::new(File::create(&tmp)?);
-        write(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e.into());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,9 +294,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.csv");
         std::fs::write(&path, "old").unwrap();
-        write_atomically(&path, |w| w.write_all(b"new")).unwrap();
+        crate::results::write_atomic_with(&path, |w| w.write_all(b"new")).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
-        let err = write_atomically(&path, |_| Err(std::io::Error::other("boom")));
+        let err = crate::results::write_atomic_with(&path, |_| Err(std::io::Error::other("boom")));
         assert!(err.is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);

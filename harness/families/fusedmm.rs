@@ -25,6 +25,7 @@
 //! Cost of a run: one distributed kernel (`O(nnz r / p)` flops per rank plus the communication
 //! the model states); `replication: 0` runs it once per valid `c`.
 
+use super::params::{get_str, get_usize};
 use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
 use anyhow::{anyhow, bail, Context, Result};
 use fusedmm::comm::{CommStats, Phase};
@@ -74,24 +75,6 @@ pub fn parse_variant(variant: &str) -> Option<(Box<dyn DistAlgorithm>, Strategy)
     alg.strategies()
         .contains(&strategy)
         .then_some((alg, strategy))
-}
-
-fn get_usize(point: &Params, key: &str, default: usize) -> Result<usize> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_usize()
-            .ok_or_else(|| anyhow!("parameter {key} must be a non-negative integer, got {v}")),
-    }
-}
-
-fn get_str<'a>(point: &'a Params, key: &str, default: &'a str) -> Result<&'a str> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_str()
-            .ok_or_else(|| anyhow!("parameter {key} must be a string, got {v}")),
-    }
 }
 
 /// The kernel a point names (`kernel`, default `fusedmma`).

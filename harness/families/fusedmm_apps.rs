@@ -40,6 +40,7 @@
 //! flops, one SDDMM and one SpMM of `2 r nnz` flops each. With a distributed backend every call
 //! also starts `ranks` threads and moves the words the cost model states.
 
+use super::params::{get_f64, get_str, get_usize};
 use crate::families::fusedmm::{parse_variant, VARIANTS};
 use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput, Value};
 use anyhow::{anyhow, bail, Context, Result};
@@ -81,39 +82,12 @@ pub enum AppInput {
     },
 }
 
-fn get_usize(point: &Params, key: &str, default: usize) -> Result<usize> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_usize()
-            .ok_or_else(|| anyhow!("parameter {key} must be a non-negative integer, got {v}")),
-    }
-}
-
 fn get_positive(point: &Params, key: &str, default: usize) -> Result<usize> {
     let v = get_usize(point, key, default)?;
     if v == 0 {
         bail!("parameter {key} must be at least 1");
     }
     Ok(v)
-}
-
-fn get_f64(point: &Params, key: &str, default: f64) -> Result<f64> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_f64()
-            .ok_or_else(|| anyhow!("parameter {key} must be a number, got {v}")),
-    }
-}
-
-fn get_str<'a>(point: &'a Params, key: &str, default: &'a str) -> Result<&'a str> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_str()
-            .ok_or_else(|| anyhow!("parameter {key} must be a string, got {v}")),
-    }
 }
 
 /// The application a point names (`app`, default `als`).

@@ -24,6 +24,7 @@
 //! `run`: O(iterations x tokens x K) for the standard sampler, about O(iterations x tokens x
 //! nonzero topics) for `sparse`.
 
+use super::params::{get_bool, get_f64, get_str, get_usize};
 use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
 use anyhow::{anyhow, bail, Context, Result};
 use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaParams, SyntheticSpec, TextOptions};
@@ -38,41 +39,6 @@ pub const DEFAULT_CHECKPOINT_FRACTION: f64 = 0.1;
 
 /// Default minimum count of a word in a text corpus.
 pub const DEFAULT_MIN_COUNT: u64 = 5;
-
-fn get_usize(point: &Params, key: &str, default: usize) -> Result<usize> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_usize()
-            .ok_or_else(|| anyhow!("parameter {key} must be a non-negative integer, got {v}")),
-    }
-}
-
-fn get_f64(point: &Params, key: &str, default: f64) -> Result<f64> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_f64()
-            .ok_or_else(|| anyhow!("parameter {key} must be a number, got {v}")),
-    }
-}
-
-fn get_str<'p>(point: &'p Params, key: &str, default: &'p str) -> Result<&'p str> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_str()
-            .ok_or_else(|| anyhow!("parameter {key} must be a string, got {v}")),
-    }
-}
-
-fn get_bool(point: &Params, key: &str, default: bool) -> Result<bool> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(crate::model::Value::Bool(b)) => Ok(*b),
-        Some(v) => bail!("parameter {key} must be true or false, got {v}"),
-    }
-}
 
 /// The checkpoint interval in documents: `explicit` when given, else `fraction` of a worker's
 /// share `ceil(docs / workers)`, at least 1.

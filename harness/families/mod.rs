@@ -4,6 +4,7 @@ pub mod fusedmm;
 pub mod fusedmm_apps;
 pub mod lda;
 pub mod mock;
+pub mod params;
 pub mod sinkhorn;
 pub mod word2vec;
 

@@ -1,6 +1,7 @@
 //! The Sinkhorn-WMD family: synthetic problems of the paper's shape, or real documents (R8,
 //! 20news from the data dir) with seeded random embeddings or a word2vec text file.
 
+use super::params::{get_f64, get_usize};
 use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
 use anyhow::{anyhow, Context, Result};
 use sinkhorn::generate::{generate, SyntheticSpec};
@@ -10,24 +11,6 @@ use std::path::Path;
 use std::time::Instant;
 
 pub struct SinkhornFamily;
-
-fn get_usize(point: &Params, key: &str, default: usize) -> Result<usize> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_usize()
-            .ok_or_else(|| anyhow!("parameter {key} must be a non-negative integer, got {v}")),
-    }
-}
-
-fn get_f64(point: &Params, key: &str, default: f64) -> Result<f64> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_f64()
-            .ok_or_else(|| anyhow!("parameter {key} must be a number, got {v}")),
-    }
-}
 
 /// Solver settings of a point (`lambda`, `iters`, `tol`).
 pub fn solver_params(point: &Params) -> Result<SinkhornParams> {

@@ -28,7 +28,8 @@
 //! reading the evaluation sets; `run`: O(epochs x words x window x (negative + 1) x d) training
 //! plus O(distinct analogy words x 30,000 x d) evaluation.
 
-use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput, Value};
+use super::params::{get_bool, get_f64, get_opt_usize, get_usize};
+use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
 use anyhow::{anyhow, bail, Context, Result};
 use parbench_common::rng::Rng;
 use std::collections::BTreeMap;
@@ -47,39 +48,6 @@ pub struct W2vInput {
     /// Words per planted group (synthetic corpora), for `planted_accuracy`.
     pub planted_group_words: Option<usize>,
     pub data_seed: u64,
-}
-
-fn get_usize(point: &Params, key: &str, default: usize) -> Result<usize> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_usize()
-            .ok_or_else(|| anyhow!("parameter {key} must be a non-negative integer, got {v}")),
-    }
-}
-
-fn get_opt_usize(point: &Params, key: &str) -> Result<Option<usize>> {
-    match point.get(key) {
-        None => Ok(None),
-        Some(_) => get_usize(point, key, 0).map(Some),
-    }
-}
-
-fn get_f64(point: &Params, key: &str, default: f64) -> Result<f64> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(v) => v
-            .as_f64()
-            .ok_or_else(|| anyhow!("parameter {key} must be a number, got {v}")),
-    }
-}
-
-fn get_bool(point: &Params, key: &str, default: bool) -> Result<bool> {
-    match point.get(key) {
-        None => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(v) => bail!("parameter {key} must be true or false, got {v}"),
-    }
 }
 
 /// The training settings of a point with `threads` threads (defaults: word2vec.c's, but one
@@ -441,6 +409,7 @@ pub fn measurement(corpus: &Corpus, params: &TrainParams, out: &TrainOutput) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Value;
 
     #[test]
     fn planted_corpus_keeps_each_sentence_in_one_group() {
