@@ -3,64 +3,13 @@
 
 use lda::reference::{reference_conditional, reference_log_likelihood};
 use lda::{
-    conditional_draw_counts, generate, match_topics, variants, Control, Corpus, CorpusError,
-    DeltaEncoding, InnerSampler, IterationReport, LdaError, LdaOutput, LdaParams, LdaSampler,
-    LdaState, SyntheticSpec,
+    conditional_draw_counts, generate, variants, Control, Corpus, CorpusError, InnerSampler,
+    LdaError, LdaParams, LdaState, SyntheticSpec,
 };
 use std::path::PathBuf;
 
-fn quiet(_: &IterationReport) -> Control {
-    Control::Continue
-}
-
-fn train(v: &dyn LdaSampler, corpus: &Corpus, params: &LdaParams) -> LdaOutput {
-    v.train(corpus, params, &mut quiet)
-        .unwrap_or_else(|e| panic!("{}: {e}", v.name()))
-}
-
-/// Every option combination a variant has: one for the sequential ones; inner sampler for
-/// `sync`; inner sampler x delta encoding x blocking for `async`.
-fn option_sets(v: &dyn LdaSampler, base: &LdaParams) -> Vec<LdaParams> {
-    let mut sets = Vec::new();
-    match v.name() {
-        "sync" => {
-            for inner in [InnerSampler::Standard, InnerSampler::Sparse] {
-                sets.push(LdaParams {
-                    inner,
-                    ..base.clone()
-                });
-            }
-        }
-        "async" => {
-            for inner in [InnerSampler::Standard, InnerSampler::Sparse] {
-                for delta in [DeltaEncoding::Dense, DeltaEncoding::Sparse] {
-                    for non_blocking in [false, true] {
-                        sets.push(LdaParams {
-                            inner,
-                            delta,
-                            non_blocking,
-                            ..base.clone()
-                        });
-                    }
-                }
-            }
-        }
-        _ => sets.push(base.clone()),
-    }
-    sets
-}
-
-fn describe(v: &dyn LdaSampler, p: &LdaParams) -> String {
-    format!(
-        "{} (workers {}, checkpoint {}, inner {}, delta {}, non-blocking {})",
-        v.name(),
-        p.workers,
-        p.checkpoint_docs,
-        p.inner.name(),
-        p.delta.name(),
-        p.non_blocking
-    )
-}
+mod common;
+use common::*;
 
 /// A small synthetic corpus with awkward features: an empty document and a one-token one.
 fn small_corpus(seed: u64) -> Corpus {
@@ -347,123 +296,6 @@ fn standard_and_sparse_kernels_draw_from_the_reference_conditional() {
         tested_buckets > 0,
         "no token exercised the smoothing bucket"
     );
-}
-
-/// Gibbs sampling on a small corpus lands in a worse local optimum (two true topics merged, one
-/// split) in roughly one run in ten, for every variant alike. Like any practical use of LDA, the
-/// quality tests therefore keep the best of a few restarts by log-likelihood, which separates
-/// such runs clearly; a broken sampler fails every restart.
-const RESTART_SEEDS: [u64; 3] = [1, 2, 3];
-
-fn best_of_restarts(v: &dyn LdaSampler, corpus: &Corpus, params: &LdaParams) -> LdaOutput {
-    RESTART_SEEDS
-        .iter()
-        .map(|&seed| {
-            train(
-                v,
-                corpus,
-                &LdaParams {
-                    seed,
-                    ..params.clone()
-                },
-            )
-        })
-        .max_by(|a, b| a.final_loglik.total_cmp(&b.final_loglik))
-        .unwrap()
-}
-
-#[test]
-fn every_variant_recovers_the_true_topics_of_a_synthetic_corpus() {
-    let truth = generate(&SyntheticSpec {
-        docs: 300,
-        words: 60,
-        topics: 5,
-        min_len: 50,
-        max_len: 100,
-        alpha: 0.2,
-        beta: 0.1,
-        seed: 21,
-    })
-    .unwrap();
-    let corpus = &truth.corpus;
-    // Good runs reach about 0.005; merged-topic optima about 0.1.
-    let bound = 0.05;
-    let initial = LdaState::random(corpus, 5, 1);
-    let before = match_topics(
-        &truth.topic_word,
-        &initial.topic_word_distributions(0.01),
-        5,
-    );
-    assert!(
-        before.mean_divergence > 2.0 * bound,
-        "the bound {bound} does not separate a random state ({})",
-        before.mean_divergence
-    );
-    for v in variants() {
-        let base = LdaParams {
-            topics: 5,
-            alpha: 0.2,
-            beta: 0.01,
-            iterations: 150,
-            workers: 2,
-            checkpoint_docs: 40,
-            likelihood_every: 0,
-            ..LdaParams::default()
-        };
-        for params in option_sets(v.as_ref(), &base) {
-            let what = describe(v.as_ref(), &params);
-            let out = best_of_restarts(v.as_ref(), corpus, &params);
-            let learned = out.state.topic_word_distributions(params.beta);
-            let m = match_topics(&truth.topic_word, &learned, 5);
-            assert!(
-                m.mean_divergence < bound,
-                "{what}: mean Jensen-Shannon divergence {:.4} >= {bound} ({:?})",
-                m.mean_divergence,
-                m.divergences
-            );
-        }
-    }
-}
-
-#[test]
-fn parallel_variants_end_near_the_sequential_log_likelihood() {
-    let truth = generate(&SyntheticSpec {
-        docs: 200,
-        words: 80,
-        topics: 6,
-        seed: 8,
-        ..SyntheticSpec::default()
-    })
-    .unwrap();
-    let corpus = &truth.corpus;
-    let base = LdaParams {
-        topics: 6,
-        iterations: 60,
-        workers: 3,
-        checkpoint_docs: 10,
-        likelihood_every: 0,
-        ..LdaParams::default()
-    };
-    let sequential = best_of_restarts(&lda::Sequential, corpus, &base).final_loglik;
-    let initial = LdaState::random(corpus, 6, base.seed).log_likelihood(corpus, 0.1, 0.1);
-    // The merged-topic optimum sits about 5% below; a sampler that loses or doubles counts
-    // ends far lower still.
-    let tolerance = 0.01;
-    assert!(
-        (sequential - initial) / sequential.abs() > 5.0 * tolerance,
-        "training improved the likelihood too little for the tolerance to mean anything"
-    );
-    for v in variants() {
-        for params in option_sets(v.as_ref(), &base) {
-            let what = describe(v.as_ref(), &params);
-            let ll = best_of_restarts(v.as_ref(), corpus, &params).final_loglik;
-            let gap = (ll - sequential).abs() / sequential.abs();
-            assert!(
-                gap < tolerance,
-                "{what}: final log-likelihood {ll:.1}, sequential {sequential:.1} (gap {gap:.4})"
-            );
-        }
-    }
 }
 
 #[test]
