@@ -79,6 +79,14 @@ impl Family for SinkhornFamily {
                 "r8-test.txt",
                 "Reuters R8 test split, label<TAB>text per line",
             ),
+            (
+                "20news-bydate.tar.gz",
+                "20 Newsgroups by date, one post per file (headers kept)",
+            ),
+            (
+                "ohsumed_single_23.tar.gz",
+                "Ohsumed medical abstracts, one per file",
+            ),
         ]
     }
 
