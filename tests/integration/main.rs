@@ -1,0 +1,13 @@
+//! parbench's integration tests, linked into one binary: each test file of the harness would
+//! otherwise link its own copy of polars and plotters (hundreds of MB apiece in a debug build).
+
+mod claims;
+mod config_errors;
+mod fusedmm_apps;
+mod fusedmm_cli;
+mod lda_cli;
+mod pipeline;
+mod plot;
+mod results_io;
+mod w2v_cli;
+mod wmd_cli;
