@@ -93,11 +93,28 @@ pub fn evaluate(claims: &[ClaimConfig], rows: &[ResultRow]) -> Vec<ClaimOutcome>
                     at_most,
                     at,
                     ..
-                } => ratio(
+                } => compare(
                     rows,
                     column,
-                    numerator,
-                    denominator,
+                    (numerator, denominator),
+                    Comparison::Ratio,
+                    Bounds::new(*at_least, *at_most),
+                    at,
+                    &labels,
+                ),
+                ClaimConfig::Difference {
+                    column,
+                    minuend,
+                    subtrahend,
+                    at_least,
+                    at_most,
+                    at,
+                    ..
+                } => compare(
+                    rows,
+                    column,
+                    (minuend, subtrahend),
+                    Comparison::Difference,
                     Bounds::new(*at_least, *at_most),
                     at,
                     &labels,
@@ -399,47 +416,64 @@ fn equivalence(rows: &[ResultRow], max_rel_error: f64, labels: &PointLabels) -> 
     )
 }
 
-fn ratio(
+/// How two variants' medians at one point are compared.
+#[derive(Clone, Copy)]
+enum Comparison {
+    Ratio,
+    Difference,
+}
+
+impl Comparison {
+    fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            Comparison::Ratio => a / b,
+            Comparison::Difference => a - b,
+        }
+    }
+    fn describe(self, a: &str, b: &str, value: f64) -> String {
+        match self {
+            Comparison::Ratio => format!("{a}/{b} = {}x", fmt_num(value)),
+            Comparison::Difference => format!("{a} - {b} = {}", fmt_num(value)),
+        }
+    }
+}
+
+/// Compares variant `a` with variant `b` on `col` at every selected point where both ran.
+fn compare(
     rows: &[ResultRow],
     col: &str,
-    numerator: &str,
-    denominator: &str,
+    (a, b): (&str, &str),
+    how: Comparison,
     bounds: Bounds,
     at: &BTreeMap<String, Value>,
     labels: &PointLabels,
 ) -> (bool, String) {
+    let pair = match how {
+        Comparison::Ratio => format!("{a}/{b}"),
+        Comparison::Difference => format!("{a} - {b}"),
+    };
     let selected = match select(rows, at) {
         Ok(s) => s,
-        Err(why) => return (false, format!("{numerator}/{denominator}: {why}")),
+        Err(why) => return (false, format!("{pair}: {why}")),
     };
-    let num = medians_by_point(&selected, numerator, col);
-    let den = medians_by_point(&selected, denominator, col);
+    let first = medians_by_point(&selected, a, col);
+    let second = medians_by_point(&selected, b, col);
     let mut findings = Vec::new();
-    for (point, (n, row)) in &num {
-        if let Some((d, _)) = den.get(point) {
-            let r = n / d;
+    for (point, (x, row)) in &first {
+        if let Some((y, _)) = second.get(point) {
+            let v = how.apply(*x, *y);
             findings.push((
-                bounds.holds(r) && !bounds.is_empty(),
-                bounds.margin(r),
-                format!(
-                    "{numerator}/{denominator} = {}x at {}",
-                    fmt_num(r),
-                    labels.label(row)
-                ),
+                bounds.holds(v) && !bounds.is_empty(),
+                bounds.margin(v),
+                format!("{} at {}", how.describe(a, b, v), labels.label(row)),
             ));
         }
     }
     if findings.is_empty() {
-        let missing = if num.is_empty() {
-            numerator
-        } else {
-            denominator
-        };
+        let missing = if first.is_empty() { a } else { b };
         return (
             false,
-            format!(
-                "{numerator}/{denominator}: no rows of `{missing}` with `{col}` at the selected points"
-            ),
+            format!("{pair}: no rows of `{missing}` with `{col}` at the selected points"),
         );
     }
     summarize(findings, &bounds)

@@ -84,6 +84,11 @@ pub struct QuickConfig {
     pub warmup: Option<usize>,
     #[serde(default)]
     pub variants: Option<Vec<String>>,
+    /// Claims sized for the quick shapes, checked instead of `claims` on a quick run: where a
+    /// paper's margin only holds at full size (quality after full training, say), the full run
+    /// asserts it and the quick run a looser statement of the same result.
+    #[serde(default)]
+    pub claims: Option<Vec<ClaimConfig>>,
 }
 
 /// Variants are compared with the reference variant's output at the same point.
@@ -164,6 +169,21 @@ pub enum ClaimConfig {
         #[serde(default)]
         at: BTreeMap<String, Value>,
     },
+    /// median(column of `minuend`) - median(column of `subtrahend`) at the same point lies within
+    /// the bounds at every point selected by `at`: for quality metrics, where the papers state
+    /// absolute gaps ("within 0.03 Spearman").
+    Difference {
+        name: String,
+        column: String,
+        minuend: String,
+        subtrahend: String,
+        #[serde(default)]
+        at_least: Option<f64>,
+        #[serde(default)]
+        at_most: Option<f64>,
+        #[serde(default)]
+        at: BTreeMap<String, Value>,
+    },
     /// The log-log slope of `column` (median per point) against `x` lies in [min, max] for each
     /// listed variant, over the points selected by `at` (`x` a parameter or a metric column).
     Slope {
@@ -221,6 +241,7 @@ impl ClaimConfig {
         match self {
             ClaimConfig::Equivalence { name, .. }
             | ClaimConfig::Ratio { name, .. }
+            | ClaimConfig::Difference { name, .. }
             | ClaimConfig::Slope { name, .. }
             | ClaimConfig::Scaling { name, .. }
             | ClaimConfig::Share { name, .. } => name,
@@ -394,7 +415,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Applies the `quick:` overrides: each parameter or sweep key it names replaces that key (a key
 /// moved between `params` and `sweep` leaves the other map, so a quick run never sees the same
-/// key twice); `repetitions`, `warmup` and `variants` are replaced whole. The `quick` section
+/// key twice); `repetitions`, `warmup`, `variants` and `claims` are replaced whole. The `quick` section
 /// itself is kept, so the result still records what was overridden.
 pub fn apply_quick(mut config: ExperimentConfig) -> ExperimentConfig {
     let Some(quick) = config.quick.clone() else {
@@ -416,6 +437,9 @@ pub fn apply_quick(mut config: ExperimentConfig) -> ExperimentConfig {
     }
     if let Some(variants) = quick.variants {
         config.variants = variants;
+    }
+    if let Some(claims) = quick.claims {
+        config.claims = claims;
     }
     config
 }
@@ -786,7 +810,7 @@ quick:
 
     #[test]
     fn quick_overrides_key_by_key_and_moves_keys_between_params_and_sweep() {
-        let text = "name: n\npaper: p\nreproduces: r\nfamily: mock\ndata: {source: synthetic}\nvariants: [slow, fast]\nparams: {size: 10, work: 2}\nsweep: {threads: [1, 2, 4]}\nrepetitions: 5\nquick:\n  params: {threads: 1}\n  sweep: {size: [1, 2]}\n  repetitions: 1\n  variants: [fast]\n";
+        let text = "name: n\npaper: p\nreproduces: r\nfamily: mock\ndata: {source: synthetic}\nvariants: [slow, fast]\nparams: {size: 10, work: 2}\nsweep: {threads: [1, 2, 4]}\nrepetitions: 5\nquick:\n  params: {threads: 1}\n  sweep: {size: [1, 2]}\n  repetitions: 1\n  variants: [fast]\n  claims:\n    - {kind: equivalence, name: e, max_rel_error: 0.1}\n";
         let config = parse_str(text, Path::new("q.yaml")).unwrap();
         let quick = apply_quick(config.clone());
         assert_eq!(quick.params.get("threads"), Some(&Value::Int(1)));
@@ -799,6 +823,8 @@ quick:
         assert_eq!(quick.params.get("work"), Some(&Value::Int(2)));
         assert_eq!(quick.repetitions, 1);
         assert_eq!(quick.variants, vec!["fast"]);
+        assert_eq!(quick.claims.len(), 1);
         assert_eq!(config.repetitions, 5);
+        assert!(config.claims.is_empty());
     }
 }

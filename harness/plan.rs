@@ -427,7 +427,24 @@ impl<'a> Validator<'a> {
 
         let params_known = param_names.clone();
         self.check_figures(config, &variants, params_known.as_deref());
-        self.check_claims(config, &variants, params_known.as_deref());
+        // `config` is the merged one: on a quick run its claims are `quick.claims` when given.
+        let quick_claims = self.quick_cfg.and_then(|q| q.claims.as_ref());
+        let claims_path = if self.quick && quick_claims.is_some() {
+            vec![Seg::Key("quick"), Seg::Key("claims")]
+        } else {
+            top("claims")
+        };
+        self.check_claims(
+            config,
+            &config.claims,
+            &claims_path,
+            &variants,
+            params_known.as_deref(),
+        );
+        if let (false, Some(qc)) = (self.quick, quick_claims) {
+            let path = vec![Seg::Key("quick"), Seg::Key("claims")];
+            self.check_claims(config, qc, &path, &variants, params_known.as_deref());
+        }
     }
 
     fn check_variants(&mut self, listed: &[String], path: &[Seg], valid: Option<&[&str]>) {
@@ -651,12 +668,15 @@ impl<'a> Validator<'a> {
     fn check_claims(
         &mut self,
         config: &ExperimentConfig,
+        claims: &[ClaimConfig],
+        claims_path: &[Seg],
         variants: &[&str],
         params: Option<&[&str]>,
     ) {
         let mut names = BTreeSet::new();
-        for (i, claim) in config.claims.iter().enumerate() {
-            let base = vec![Seg::Key("claims"), Seg::Index(i)];
+        for (i, claim) in claims.iter().enumerate() {
+            let mut base = claims_path.to_vec();
+            base.push(Seg::Index(i));
             let path_of = |key: &'static str| {
                 let mut p = base.clone();
                 p.push(Seg::Key(key));
@@ -714,15 +734,28 @@ impl<'a> Validator<'a> {
                     }
                     ClaimConfig::Ratio {
                         column,
-                        numerator,
-                        denominator,
+                        numerator: first,
+                        denominator: second,
+                        at_least,
+                        at_most,
+                        at,
+                        ..
+                    }
+                    | ClaimConfig::Difference {
+                        column,
+                        minuend: first,
+                        subtrahend: second,
                         at_least,
                         at_most,
                         at,
                         ..
                     } => {
-                        check_variant(self, "numerator", numerator);
-                        check_variant(self, "denominator", denominator);
+                        let (first_key, second_key) = match claim {
+                            ClaimConfig::Ratio { .. } => ("numerator", "denominator"),
+                            _ => ("minuend", "subtrahend"),
+                        };
+                        check_variant(self, first_key, first);
+                        check_variant(self, second_key, second);
                         if !(is_result_column(column) || Self::known_param(column, params)) {
                             let at = self.at(&path_of("column"));
                             self.push(

@@ -121,6 +121,48 @@ fn ratio_at_max_picks_the_largest_point() {
     assert_outcome(&one(fixed, &rows), true, &["size=100"]);
 }
 
+#[test]
+fn difference_bounds_the_gap_between_medians_on_both_sides() {
+    // Quality metrics: `batched` scores 0.02 below `original` at size 10, 0.05 below at 100.
+    let mut rows = Vec::new();
+    for (point, size, batched) in [(0, 10, 0.63), (1, 100, 0.60)] {
+        rows.extend(reps(point, &[("size", size)], "original", 0.65));
+        rows.extend(reps(point, &[("size", size)], "batched", batched));
+    }
+    let within = |tol: f64, at: &[(&str, i64)]| ClaimConfig::Difference {
+        name: "batched-minus-original".to_string(),
+        column: "wall_time_s".to_string(),
+        minuend: "batched".to_string(),
+        subtrahend: "original".to_string(),
+        at_least: Some(-tol),
+        at_most: Some(tol),
+        at: at
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::Int(*v)))
+            .collect(),
+    };
+    assert_outcome(
+        &one(within(0.03, &[("size", 10)]), &rows),
+        true,
+        &["batched - original = -0.02", "size=10"],
+    );
+    assert_outcome(
+        &one(within(0.03, &[]), &rows),
+        false,
+        &[
+            "batched - original = -0.05",
+            "size=100",
+            "1 of 2 points fail",
+        ],
+    );
+    // A gap on the other side is bounded too.
+    assert_outcome(
+        &one(within(0.01, &[("size", 10)]), &rows),
+        false,
+        &["-0.02"],
+    );
+}
+
 fn slope_claim(variants: &[&str]) -> ClaimConfig {
     ClaimConfig::Slope {
         name: "linear".to_string(),

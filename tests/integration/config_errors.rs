@@ -340,3 +340,53 @@ fn claim_at_a_value_outside_the_grid_is_rejected() {
         &["fig8.yaml:29:", "`at: {size: 3000}` matches no point"],
     );
 }
+
+#[test]
+fn every_committed_experiment_is_valid_in_full_and_quick_form() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    // Validation only asks that a dataset file exists: stand-ins let this run without the data.
+    let data = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for family in std::fs::read_dir(&root).unwrap() {
+        for entry in std::fs::read_dir(family.unwrap().path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(
+        files.len() >= 20,
+        "found only {} experiment files",
+        files.len()
+    );
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        for line in text.lines() {
+            if let Some(name) = line.trim().strip_prefix("file: ") {
+                std::fs::write(data.path().join(name.trim()), b"").unwrap();
+            }
+        }
+        for quick in [false, true] {
+            if let Err(err) = plan::build(path, quick, Some(data.path())) {
+                panic!("{} (quick: {quick}) is invalid:\n{err}", path.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_quick_claim_error_points_into_the_quick_section() {
+    let text = format!(
+        "{VALID}  claims:\n    - kind: ratio\n      name: q\n      numerator: nosuch\n      denominator: fast\n      at_least: 1.0\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "q.yaml", &text);
+    let err = plan::build(&path, true, None).unwrap_err().to_string();
+    assert_contains(&err, &["variant `nosuch` is not among the variants run"]);
+    let line = text.lines().position(|l| l.contains("nosuch")).unwrap() + 1;
+    assert_contains(&err, &[&format!(":{line}:")]);
+    // The full run checks the quick claims too, so a typo there is found before CI runs it.
+    let err = plan::build(&path, false, None).unwrap_err().to_string();
+    assert_contains(&err, &["variant `nosuch`"]);
+}
