@@ -106,6 +106,167 @@ pub fn run_in_process(
     })
 }
 
+/// Runs `kernel` with `alg` on the ranks of an MPI job (every process calls this with the same
+/// arguments; `comm` is the world) and assembles the result on rank 0, which gets `Some`; the
+/// other ranks get `None`. The grid is checked before any work, on every rank alike, so a bad
+/// launch is the same error everywhere rather than a hang. Collecting the pieces at the end is
+/// not counted: it is output, not part of the algorithm.
+#[cfg(feature = "mpi")]
+pub fn run_mpi(
+    alg: &dyn DistAlgorithm,
+    problem: &Problem,
+    kernel: Kernel,
+    strategy: Strategy,
+    c: usize,
+    par: Par,
+    comm: &crate::comm::mpi::MpiComm,
+) -> Result<Option<DistRun>, FusedMmError> {
+    let p = comm.size();
+    alg.check_grid(p, c)?;
+    check_strategy(alg, kernel, strategy)?;
+    comm.barrier().map_err(|e| rank_error(comm.rank(), e))?;
+    // The world's counters run over the whole job; this run's are the difference.
+    let before = wire::encode_stats(&comm.stats());
+    let start = Instant::now();
+    let out = alg.run_rank(comm, problem, kernel, strategy, c, par)?;
+    comm.barrier().map_err(|e| rank_error(comm.rank(), e))?;
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let mut record = wire::encode_stats(&comm.stats());
+    for (now, then) in record.iter_mut().zip(&before) {
+        *now -= then;
+    }
+    record.push(out.compute_seconds);
+    wire::encode_piece(&out.piece, &mut record);
+    let Some(records) = comm.gather_uncounted(&record) else {
+        return Ok(None);
+    };
+    let mut stats = Vec::with_capacity(p);
+    let mut compute_seconds = Vec::with_capacity(p);
+    let mut pieces = Vec::with_capacity(p);
+    for (rank, rec) in records.iter().enumerate() {
+        let (s, rest) = wire::decode_stats(rec).ok_or_else(|| wire::garbled(rank))?;
+        let (&secs, rest) = rest.split_first().ok_or_else(|| wire::garbled(rank))?;
+        stats.push(s);
+        compute_seconds.push(secs);
+        pieces.push(wire::decode_piece(rest).ok_or_else(|| wire::garbled(rank))?);
+    }
+    let output = assemble(problem, kernel, pieces)?;
+    Ok(Some(DistRun {
+        output,
+        stats,
+        compute_seconds,
+        wall_seconds,
+    }))
+}
+
+#[cfg(feature = "mpi")]
+fn rank_error(rank: usize, e: crate::comm::CommError) -> FusedMmError {
+    FusedMmError::Rank {
+        rank,
+        message: e.to_string(),
+    }
+}
+
+/// Flat `f64` records of what a rank returns, to gather them over MPI (indices are exact in an
+/// `f64` below 2^53).
+#[cfg(feature = "mpi")]
+mod wire {
+    use crate::comm::{CommStats, Phase};
+    use crate::problem::{FusedMmError, RankPiece};
+    use crate::Dense;
+
+    const PHASES: [Phase; 3] = [Phase::Replication, Phase::Propagation, Phase::Reduction];
+
+    pub fn garbled(rank: usize) -> FusedMmError {
+        FusedMmError::Rank {
+            rank,
+            message: "its gathered result record is malformed".to_string(),
+        }
+    }
+
+    pub fn encode_stats(stats: &CommStats) -> Vec<f64> {
+        let mut v = Vec::with_capacity(15);
+        for phase in PHASES {
+            let p = stats.phase(phase);
+            v.extend(p.volume().iter().map(|&x| x as f64));
+            v.push(p.seconds);
+        }
+        v
+    }
+
+    pub fn decode_stats(v: &[f64]) -> Option<(CommStats, &[f64])> {
+        if v.len() < 15 {
+            return None;
+        }
+        let mut stats = CommStats::default();
+        for (k, phase) in PHASES.into_iter().enumerate() {
+            let f = &v[5 * k..5 * k + 5];
+            let p = stats.phase_mut(phase);
+            p.words_sent = f[0] as u64;
+            p.words_received = f[1] as u64;
+            p.messages_sent = f[2] as u64;
+            p.messages_received = f[3] as u64;
+            p.seconds = f[4];
+        }
+        Some((stats, &v[15..]))
+    }
+
+    pub fn encode_piece(piece: &RankPiece, v: &mut Vec<f64>) {
+        match piece {
+            RankPiece::Sparse(t) => {
+                v.push(0.0);
+                for &(i, j, x) in t {
+                    v.extend([i as f64, j as f64, x]);
+                }
+            }
+            RankPiece::DenseRows { first_row, block } => {
+                v.extend([1.0, *first_row as f64, 0.0]);
+                encode_dense(block, v);
+            }
+            RankPiece::DenseBlock {
+                first_row,
+                first_col,
+                block,
+            } => {
+                v.extend([2.0, *first_row as f64, *first_col as f64]);
+                encode_dense(block, v);
+            }
+        }
+    }
+
+    fn encode_dense(block: &Dense, v: &mut Vec<f64>) {
+        v.extend([block.rows() as f64, block.cols() as f64]);
+        v.extend_from_slice(block.data());
+    }
+
+    pub fn decode_piece(v: &[f64]) -> Option<RankPiece> {
+        let (&tag, rest) = v.split_first()?;
+        if tag == 0.0 {
+            if rest.len() % 3 != 0 {
+                return None;
+            }
+            let t = rest
+                .chunks_exact(3)
+                .map(|c| (c[0] as usize, c[1] as usize, c[2]))
+                .collect();
+            return Some(RankPiece::Sparse(t));
+        }
+        let [first_row, first_col, rows, cols] =
+            [*rest.first()?, *rest.get(1)?, *rest.get(2)?, *rest.get(3)?];
+        let block = Dense::from_vec(rows as usize, cols as usize, rest[4..].to_vec())?;
+        let (first_row, first_col) = (first_row as usize, first_col as usize);
+        match tag {
+            1.0 => Some(RankPiece::DenseRows { first_row, block }),
+            2.0 => Some(RankPiece::DenseBlock {
+                first_row,
+                first_col,
+                block,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Puts the ranks' pieces together.
 fn assemble(
     problem: &Problem,

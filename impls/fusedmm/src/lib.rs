@@ -80,6 +80,8 @@ pub mod sparse_shift;
 pub use dense::Dense;
 pub use dense_replicate::DenseReplicate25;
 pub use dense_shift::DenseShift15;
+#[cfg(feature = "mpi")]
+pub use distributed::run_mpi;
 pub use distributed::{run_in_process, DistAlgorithm};
 pub use kernels::{flops, CsrRef, Kernel, Transposed};
 pub use one_d::OneD;

@@ -224,3 +224,53 @@ fn a_panicking_rank_panics_the_caller() {
         c.barrier()
     });
 }
+
+/// The formulas the MPI backend records (`comm::convention`) equal what the in-process backend
+/// counts message by message, for every collective, rank, size and uneven block lengths.
+#[test]
+fn the_counting_formulas_equal_the_in_process_counts() {
+    use fusedmm::comm::convention;
+    use parbench_common::rng::Rng;
+    let mut rng = Rng::new(77);
+    for q in 1..=6usize {
+        for _ in 0..4 {
+            let counts: Vec<usize> = (0..q).map(|_| rng.below(7) as usize).collect();
+            let n: usize = counts.iter().sum();
+            let root = rng.below(q as u64) as usize;
+            let offset = 1 + rng.below(q as u64) as usize;
+            let runs = run(q, |comm| {
+                let i = comm.rank();
+                let mine = vec![1.0; counts[i]];
+                comm.all_gather_f64(Phase::Replication, &mine, &counts)?;
+                comm.reduce_scatter_sum(Phase::Reduction, &vec![1.0; n], &counts)?;
+                let mut buf = vec![1.0; n + i % 2];
+                comm.all_reduce_sum(Phase::Propagation, &mut buf[..n])?;
+                comm.broadcast_f64(Phase::Replication, root, &mut buf[..n])?;
+                comm.shift_f64(Phase::Propagation, &vec![0.5; i + 1], offset)?;
+                Ok::<_, CommError>(())
+            });
+            for (i, r) in runs.iter().enumerate() {
+                let mut want = CommStats::default();
+                convention::all_gather(&mut want, Phase::Replication, i, &counts);
+                convention::reduce_scatter(&mut want, Phase::Reduction, i, &counts);
+                convention::all_reduce(&mut want, Phase::Propagation, i, q, n);
+                convention::broadcast(&mut want, Phase::Replication, i, q, root, n);
+                let (dest, source) = ((i + q - offset % q) % q, (i + offset) % q);
+                convention::send_recv(
+                    &mut want,
+                    Phase::Propagation,
+                    i,
+                    (dest, i + 1),
+                    (source, source + 1),
+                );
+                for phase in [Phase::Replication, Phase::Propagation, Phase::Reduction] {
+                    assert_eq!(
+                        volume(&r.stats, phase),
+                        volume(&want, phase),
+                        "q {q} rank {i} {phase:?} counts {counts:?} root {root} offset {offset}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -37,6 +37,9 @@
 //!     are not counted (they are setup and synchronization, as `MPI_Comm_split` and `MPI_Barrier`
 //!     would be outside the kernels' communication volume).
 
+pub mod convention;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod threads;
 
 use std::time::Duration;
