@@ -73,9 +73,15 @@ pub struct FusedmmArgs {
     /// How a fused kernel combines its SDDMM and SpMM (ignored by the other kernels).
     #[arg(long, default_value = "none", value_parser = clap::builder::PossibleValuesParser::new(STRATEGIES))]
     pub strategy: String,
-    /// Number of ranks p (threads).
-    #[arg(long, value_name = "P", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub ranks: u64,
+    /// Number of ranks p: threads with the local backend (default 4); with `--backend mpi` the
+    /// processes mpirun started (giving another number is an error).
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub ranks: Option<u64>,
+    /// Where the ranks run: `local` (threads of this process, message passing only) or `mpi`
+    /// (one process per rank: `mpirun -np P parbench fusedmm --backend mpi ...`; needs a
+    /// parbench built with `--features mpi`). Both count the same words and messages.
+    #[arg(long, default_value = "local", value_parser = ["local", "mpi"])]
+    pub backend: String,
     /// Replication factor c.
     #[arg(long, value_name = "C", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub replication: u64,
@@ -149,14 +155,34 @@ fn read_dense(path: &Path, what: &str, rows: usize) -> Result<Dense> {
 
 /// Runs `parbench fusedmm`.
 pub fn run(args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
+    let backend = Backend::start(&args.backend)?;
+    let outcome = run_on(&backend, args, data_dir);
+    #[cfg(feature = "mpi")]
+    if let (Err(e), Backend::Mpi { world, .. }) = (&outcome, &backend) {
+        // One rank's failure (a file only it cannot read, say) must not leave the others
+        // waiting in a collective: stop the whole job with this rank's error.
+        use fusedmm::comm::Communicator;
+        eprintln!("error: rank {}: {e:#}", world.rank());
+        fusedmm::comm::mpi::abort(1);
+    }
+    outcome
+}
+
+fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
     let kernel = Kernel::from_name(&args.kernel)
         .with_context(|| format!("unknown kernel {}", args.kernel))?;
     let strategy = Strategy::from_name(&args.strategy)
         .with_context(|| format!("unknown strategy {}", args.strategy))?;
     let alg = fusedmm::algorithm(&args.algorithm)
         .with_context(|| format!("unknown algorithm {}", args.algorithm))?;
-    let p = usize::try_from(args.ranks).context("--ranks is too large")?;
     let c = usize::try_from(args.replication).context("--replication is too large")?;
+    let p = match (backend.ranks(), args.ranks) {
+        (Some(world), Some(asked)) if asked as usize != world => bail!(
+            "--ranks {asked}, but mpirun started {world} processes: drop --ranks or run mpirun -np {asked}"
+        ),
+        (Some(world), _) => world,
+        (None, asked) => usize::try_from(asked.unwrap_or(4)).context("--ranks is too large")?,
+    };
     // Grid and strategy first: they need no input, and a wrong choice should not wait for a
     // large file to be parsed.
     alg.check_grid(p, c).map_err(grid_help)?;
@@ -220,8 +246,13 @@ pub fn run(args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
         )?,
         None => Problem::new(s, a, b)?,
     };
-    let run = fusedmm::run_in_process(&*alg, &problem, kernel, strategy, p, c, Par::Seq)
+    let run = backend
+        .run(&*alg, &problem, kernel, strategy, p, c)
         .with_context(|| format!("running {} {} on {p} ranks", args.algorithm, args.kernel))?;
+    // Under MPI only rank 0 holds the assembled result; the other ranks are done.
+    let Some(run) = run else {
+        return Ok(());
+    };
     let summary = family::summarize(&*alg, strategy, kernel, &problem, p, c, &run);
     let output = match &perms {
         Some((pr, pc)) => unpermute(run.output, kernel, pr, pc)?,
@@ -269,6 +300,84 @@ pub fn run(args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
         print_summary(&summary, read_s, write_s);
     }
     Ok(())
+}
+
+/// The ranks' engine: threads of this process, or the processes of an MPI job.
+enum Backend {
+    Local,
+    #[cfg(feature = "mpi")]
+    Mpi {
+        // Finalizes MPI when dropped, after the run.
+        _universe: mpi::environment::Universe,
+        world: fusedmm::comm::mpi::MpiComm,
+    },
+}
+
+impl Backend {
+    fn start(name: &str) -> Result<Backend> {
+        match name {
+            "local" => Ok(Backend::Local),
+            #[cfg(feature = "mpi")]
+            "mpi" => {
+                let universe = mpi::initialize()
+                    .context("MPI could not be initialized (was it initialized twice?)")?;
+                Ok(Backend::Mpi {
+                    _universe: universe,
+                    world: fusedmm::comm::mpi::MpiComm::world(),
+                })
+            }
+            #[cfg(not(feature = "mpi"))]
+            "mpi" => bail!(
+                "this parbench was built without MPI: rebuild with `cargo build --release --features mpi` (needs OpenMPI and libclang)"
+            ),
+            other => bail!("unknown backend {other}: use local or mpi"),
+        }
+    }
+
+    /// The number of ranks the job has, for MPI.
+    fn ranks(&self) -> Option<usize> {
+        match self {
+            Backend::Local => None,
+            #[cfg(feature = "mpi")]
+            Backend::Mpi { world, .. } => {
+                use fusedmm::comm::Communicator;
+                Some(world.size())
+            }
+        }
+    }
+
+    /// The assembled run (`None` on MPI ranks other than 0).
+    fn run(
+        &self,
+        alg: &dyn fusedmm::DistAlgorithm,
+        problem: &Problem,
+        kernel: Kernel,
+        strategy: Strategy,
+        p: usize,
+        c: usize,
+    ) -> Result<Option<fusedmm::DistRun>> {
+        match self {
+            Backend::Local => Ok(Some(fusedmm::run_in_process(
+                alg,
+                problem,
+                kernel,
+                strategy,
+                p,
+                c,
+                Par::Seq,
+            )?)),
+            #[cfg(feature = "mpi")]
+            Backend::Mpi { world, .. } => Ok(fusedmm::run_mpi(
+                alg,
+                problem,
+                kernel,
+                strategy,
+                c,
+                Par::Seq,
+                world,
+            )?),
+        }
+    }
 }
 
 /// Adds the list of working values to a grid error (the error itself already names them).
