@@ -308,7 +308,7 @@ enum Backend {
     #[cfg(feature = "mpi")]
     Mpi {
         // Finalizes MPI when dropped, after the run.
-        _universe: mpi::environment::Universe,
+        _mpi: fusedmm::comm::mpi::Environment,
         world: fusedmm::comm::mpi::MpiComm,
     },
 }
@@ -319,10 +319,10 @@ impl Backend {
             "local" => Ok(Backend::Local),
             #[cfg(feature = "mpi")]
             "mpi" => {
-                let universe = mpi::initialize()
+                let env = fusedmm::comm::mpi::initialize()
                     .context("MPI could not be initialized (was it initialized twice?)")?;
                 Ok(Backend::Mpi {
-                    _universe: universe,
+                    _mpi: env,
                     world: fusedmm::comm::mpi::MpiComm::world(),
                 })
             }

@@ -6,7 +6,10 @@
 //! - [`par`]: how a kernel is told its parallelism (`Par::Seq` or `Par::Rayon(n)`).
 //! - [`text`]: tokenizing, stop words and a vocabulary, for document and corpus inputs.
 //! - [`embeddings`]: word vectors in word2vec text format.
+//! - [`comm`]: the MPI-shaped communicator distributed variants run on (in-process threads, or MPI
+//!   with the `mpi` feature), with exact word and message counts.
 
+pub mod comm;
 pub mod csr;
 pub mod embeddings;
 pub mod par;

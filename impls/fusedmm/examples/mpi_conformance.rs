@@ -10,7 +10,7 @@
 //! Problems: Erdős-Rényi with uneven blocks, R-MAT, and the data dir's `blogcatalog.mtx` when
 //! DATA_DIR is given and holds it. A mismatch stops the whole job (`MPI_Abort`) with a message.
 
-use fusedmm::comm::mpi::{abort, MpiComm};
+use fusedmm::comm::mpi::{abort, initialize, MpiComm};
 use fusedmm::comm::Communicator;
 use fusedmm::distributed::divisors;
 use fusedmm::generate::{erdos_renyi, rmat, RmatSpec};
@@ -79,7 +79,7 @@ fn compare(mpi: &DistRun, local: &DistRun) -> Option<String> {
 }
 
 fn main() {
-    let Some(_universe) = mpi::initialize() else {
+    let Some(_mpi) = initialize() else {
         eprintln!("mpi_conformance: MPI could not be initialized");
         std::process::exit(1);
     };

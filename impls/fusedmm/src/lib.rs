@@ -62,7 +62,8 @@
 //! prefetching).
 
 pub mod apps;
-pub mod comm;
+/// The communicator lives in `parbench-common` (word2vec's distributed variant uses it too).
+pub use parbench_common::comm;
 pub mod cost_model;
 pub mod dense;
 pub mod dense_replicate;

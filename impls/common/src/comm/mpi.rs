@@ -30,14 +30,26 @@ pub struct MpiComm {
     stats: Rc<RefCell<CommStats>>,
 }
 
+/// The MPI environment: started by [`initialize`], finalized (`MPI_Finalize`) when dropped.
+pub struct Environment {
+    _universe: mpi::environment::Universe,
+}
+
+/// Starts MPI (`MPI_Init`); `None` if it was already started in this process.
+pub fn initialize() -> Option<Environment> {
+    mpi::initialize().map(|universe| Environment {
+        _universe: universe,
+    })
+}
+
 /// Stops every rank of the job with `code` (`MPI_Abort` on the world).
 pub fn abort(code: i32) -> ! {
     SimpleCommunicator::world().abort(code)
 }
 
 impl MpiComm {
-    /// The world communicator of an initialized MPI environment (keep the `Universe` that
-    /// `mpi::initialize()` returned alive while this is used).
+    /// The world communicator of an initialized MPI environment (keep the [`Environment`]
+    /// alive while this is used).
     pub fn world() -> MpiComm {
         MpiComm {
             comm: SimpleCommunicator::world(),

@@ -1,8 +1,8 @@
 //! The in-process communicator: results of every collective, and exact word and message counts
 //! on hand-computed cases.
 
-use fusedmm::comm::threads::{run_threads, RankRun};
-use fusedmm::comm::{CommError, CommStats, Communicator, Phase};
+use parbench_common::comm::threads::{run_threads, RankRun};
+use parbench_common::comm::{CommError, CommStats, Communicator, Phase};
 
 fn run<R: Send>(
     p: usize,
@@ -229,7 +229,7 @@ fn a_panicking_rank_panics_the_caller() {
 /// counts message by message, for every collective, rank, size and uneven block lengths.
 #[test]
 fn the_counting_formulas_equal_the_in_process_counts() {
-    use fusedmm::comm::convention;
+    use parbench_common::comm::convention;
     use parbench_common::rng::Rng;
     let mut rng = Rng::new(77);
     for q in 1..=6usize {
