@@ -28,7 +28,7 @@
 //! reading the evaluation sets; `run`: O(epochs x words x window x (negative + 1) x d) training
 //! plus O(distinct analogy words x 30,000 x d) evaluation.
 
-use super::params::{get_bool, get_f64, get_opt_usize, get_usize};
+use super::params::{get_bool, get_f64, get_opt_usize, get_str, get_usize};
 use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
 use anyhow::{anyhow, bail, Context, Result};
 use parbench_common::rng::Rng;
@@ -36,7 +36,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 use word2vec::eval::{EvalSuite, Evaluator};
-use word2vec::{Control, Corpus, CorpusOptions, Model, TrainOutput, TrainParams};
+use word2vec::{Control, Corpus, CorpusOptions, Model, SyncOptions, TrainOutput, TrainParams};
+
+/// The data-parallel variant across in-process ranks ([`word2vec::Distributed`]).
+const DISTRIBUTED: &str = "distributed";
 
 pub struct Word2vecFamily;
 
@@ -142,7 +145,9 @@ impl Family for Word2vecFamily {
     }
 
     fn variants(&self) -> Vec<&'static str> {
-        word2vec::variant_names()
+        let mut v = word2vec::variant_names();
+        v.push(DISTRIBUTED);
+        v
     }
 
     fn params(&self) -> Vec<ParamSpec> {
@@ -201,6 +206,37 @@ impl Family for Word2vecFamily {
                 name: "evaluate",
                 kind: "boolean",
                 help: "compute the quality metrics after training (default true)",
+            },
+            ParamSpec {
+                name: "ranks",
+                kind: "integer",
+                help: "distributed: in-process ranks, each with `threads` threads (default 1)",
+            },
+            ParamSpec {
+                name: "inner",
+                kind: "string",
+                help: "distributed: the variant each rank trains with (default gemm)",
+            },
+            ParamSpec {
+                name: "sync_words",
+                kind: "integer",
+                help:
+                    "distributed: corpus words per rank between model exchanges (default 1000000)",
+            },
+            ParamSpec {
+                name: "hot_words",
+                kind: "integer",
+                help: "distributed: the most frequent words, exchanged every time (default 10000)",
+            },
+            ParamSpec {
+                name: "rare_every",
+                kind: "integer",
+                help: "distributed: the other rows are exchanged every N exchanges (default 4)",
+            },
+            ParamSpec {
+                name: "scale_alpha",
+                kind: "boolean",
+                help: "distributed: multiply alpha by the number of ranks (default true)",
             },
             ParamSpec {
                 name: "groups",
@@ -300,11 +336,48 @@ impl Family for Word2vecFamily {
         let input = input
             .downcast_ref::<W2vInput>()
             .ok_or_else(|| anyhow!("internal: the prepared input is not a word2vec corpus"))?;
-        let trainer = word2vec::variant(variant)
-            .ok_or_else(|| anyhow!("unknown word2vec variant {variant}"))?;
         let params = train_params(point, input.data_seed, threads)?;
-        let out = trainer.train(&input.corpus, &params, &mut |_| Control::Continue)?;
+        let (out, exchange) = if variant == DISTRIBUTED {
+            let d = word2vec::Distributed {
+                inner: get_str(point, "inner", "gemm")?.to_string(),
+                ranks: get_usize(point, "ranks", 1)?,
+                sync: SyncOptions {
+                    sync_words: get_usize(point, "sync_words", 1_000_000)? as u64,
+                    hot_words: get_usize(point, "hot_words", 10_000)?,
+                    rare_every: get_usize(point, "rare_every", 4)?,
+                    scale_alpha: get_bool(point, "scale_alpha", true)?,
+                },
+            };
+            let mut ranks = d.train_ranks(&input.corpus, &params, &mut |_| Control::Continue)?;
+            let words: u64 = ranks
+                .iter()
+                .map(|r| r.comm.total().words_sent)
+                .max()
+                .unwrap_or(0);
+            let first = ranks.remove(0);
+            let info = (
+                words,
+                first.exchanges,
+                first.rows_exchanged,
+                first.exchange_seconds,
+            );
+            (first.train, Some(info))
+        } else {
+            let trainer = word2vec::variant(variant)
+                .ok_or_else(|| anyhow!("unknown word2vec variant {variant}"))?;
+            (
+                trainer.train(&input.corpus, &params, &mut |_| Control::Continue)?,
+                None,
+            )
+        };
         let mut m = measurement(&input.corpus, &params, &out);
+        if let Some((words, exchanges, rows, seconds)) = exchange {
+            m.metrics
+                .insert("exchange_words_max".to_string(), words as f64);
+            m.metrics.insert("exchanges".to_string(), exchanges as f64);
+            m.metrics.insert("rows_exchanged".to_string(), rows as f64);
+            m.phases_s.insert("exchange".to_string(), seconds);
+        }
         if get_bool(point, "evaluate", true)? {
             let t = Instant::now();
             let quality = quality_metrics(input, &out.model);

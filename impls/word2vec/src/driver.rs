@@ -103,6 +103,41 @@ pub(crate) fn train(
     params: &TrainParams,
     progress: &mut dyn FnMut(&EpochReport) -> Control,
 ) -> Result<TrainOutput, W2vError> {
+    train_shard(
+        kernel,
+        corpus,
+        0..corpus.ids().len(),
+        params,
+        None,
+        progress,
+    )
+}
+
+/// Where an exchange between two segments falls.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SegmentEnd {
+    /// Segments completed so far, all epochs.
+    pub index: usize,
+    /// The last segment of the last epoch.
+    pub last: bool,
+}
+
+/// Called after each segment, with no training thread running: may read and change the input
+/// and output matrices (the distributed variant's model exchange).
+pub(crate) type Exchange<'a> =
+    dyn FnMut(SegmentEnd, &mut [f32], &mut [f32]) -> Result<(), W2vError> + 'a;
+
+/// [`train`] on the words `shard` of the corpus only, each epoch cut into segments of
+/// `segments.0` corpus words with `segments.1` called after each (the threads split every
+/// segment as they would the whole shard). Without segments, one segment is the whole shard.
+pub(crate) fn train_shard(
+    kernel: &dyn ChunkKernel,
+    corpus: &Corpus,
+    shard: Range<usize>,
+    params: &TrainParams,
+    mut segments: Option<(u64, &mut Exchange)>,
+    progress: &mut dyn FnMut(&EpochReport) -> Control,
+) -> Result<TrainOutput, W2vError> {
     params.validate()?;
     let vocab = corpus.vocab();
     if corpus.ids().is_empty() || vocab.is_empty() {
@@ -111,7 +146,7 @@ pub(crate) fn train(
     let dim = params.dim;
     let mut input = initial_input_vectors(vocab.len(), dim, params.seed);
     let mut output = vec![0f32; vocab.len() * dim];
-    let words_per_epoch = corpus.num_words();
+    let words_per_epoch = shard.len() as u64;
     let shared = Shared {
         ids: corpus.ids(),
         line_ends: corpus.line_ends(),
@@ -130,10 +165,21 @@ pub(crate) fn train(
         fma: cpu_has_fma(),
     };
     let threads = params.threads;
-    let n = corpus.ids().len();
-    let ranges: Vec<Range<usize>> = (0..threads)
-        .map(|t| (t * n / threads)..((t + 1) * n / threads))
+    let segment_len = match &segments {
+        Some((words, _)) => (*words).clamp(1, shard.len().max(1) as u64) as usize,
+        None => shard.len().max(1),
+    };
+    let bounds: Vec<Range<usize>> = (shard.start..shard.end)
+        .step_by(segment_len)
+        .map(|a| a..(a + segment_len).min(shard.end))
         .collect();
+    let slices = |seg: &Range<usize>| -> Vec<Range<usize>> {
+        let (a, n) = (seg.start, seg.len());
+        (0..threads)
+            .map(|t| (a + t * n / threads)..(a + (t + 1) * n / threads))
+            .collect()
+    };
+    let mut segments_done = 0usize;
     let mut states: Vec<ThreadState> = (0..threads)
         .map(|t| ThreadState {
             rng: Rng::stream(params.seed, t as u64),
@@ -162,33 +208,50 @@ pub(crate) fn train(
         for s in &mut states {
             s.stats = EpochStats::default();
         }
-        std::thread::scope(|scope| {
-            let (done_tx, done_rx) = mpsc::channel::<()>();
-            for (state, range) in states.iter_mut().zip(&ranges) {
-                let done_tx = done_tx.clone();
-                let shared = &shared;
-                let range = range.clone();
-                scope.spawn(move || {
-                    kernel.run_chunk(shared, range, state);
-                    // The receiver lives until every thread has reported.
-                    let _ = done_tx.send(());
-                });
-            }
-            drop(done_tx);
-            let mut finished = 0;
-            while finished < threads {
-                match done_rx.recv_timeout(interval) {
-                    Ok(()) => finished += 1,
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if progress(&report(epoch, false)) == Control::Stop {
-                            shared.stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    // A thread panicked; the scope propagates the panic when it joins.
-                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        for (k, segment) in bounds.iter().enumerate() {
+            let ranges = slices(segment);
+            std::thread::scope(|scope| {
+                let (done_tx, done_rx) = mpsc::channel::<()>();
+                for (state, range) in states.iter_mut().zip(&ranges) {
+                    let done_tx = done_tx.clone();
+                    let shared = &shared;
+                    let range = range.clone();
+                    scope.spawn(move || {
+                        kernel.run_chunk(shared, range, state);
+                        // The receiver lives until every thread has reported.
+                        let _ = done_tx.send(());
+                    });
                 }
+                drop(done_tx);
+                let mut finished = 0;
+                while finished < threads {
+                    match done_rx.recv_timeout(interval) {
+                        Ok(()) => finished += 1,
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            if progress(&report(epoch, false)) == Control::Stop {
+                                shared.stop.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        // A thread panicked; the scope propagates the panic when it joins.
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            });
+            segments_done += 1;
+            if let Some((_, exchange)) = segments.as_mut() {
+                let end = SegmentEnd {
+                    index: segments_done,
+                    last: epoch + 1 == params.epochs && k + 1 == bounds.len(),
+                };
+                // SAFETY: every training thread of the segment has joined (the scope ended),
+                // so these are the only references to the matrices until the next segment.
+                let (inp, out) = unsafe { (shared.input.all_mut(), shared.output.all_mut()) };
+                exchange(end, inp, out)?;
             }
-        });
+            if shared.stopped() {
+                break;
+            }
+        }
         let mut stats = EpochStats::default();
         for s in &states {
             stats.words += s.stats.words;

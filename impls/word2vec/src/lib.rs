@@ -59,6 +59,7 @@
 //! Variant names for command lines and experiment files: [`variant_names`].
 
 pub mod corpus;
+pub mod distributed;
 mod driver;
 pub mod eval;
 pub mod full;
@@ -72,6 +73,7 @@ pub mod sampling;
 mod vecops;
 
 pub use corpus::{Corpus, CorpusError, CorpusOptions, MAX_SENTENCE_WORDS};
+pub use distributed::{Distributed, SyncOptions};
 pub use full::Full;
 pub use gemm::Gemm;
 pub use hogwild::Hogwild;

@@ -119,6 +119,17 @@ impl HogwildMatrix {
         self.dim
     }
 
+    /// The whole matrix.
+    ///
+    /// # Safety
+    /// No other reference to any row exists while the slice lives, on any thread (the driver
+    /// calls it between segments, when no training thread runs).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn all_mut(&self) -> &mut [f32] {
+        // SAFETY: `ptr` covers `rows * dim` values (from `new`); exclusivity per the contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.rows * self.dim) }
+    }
+
     /// Row `row` for reading.
     ///
     /// # Safety

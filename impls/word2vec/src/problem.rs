@@ -25,6 +25,8 @@ pub enum W2vError {
     EmptyCorpus,
     #[error(transparent)]
     Corpus(#[from] CorpusError),
+    #[error("distributed training: {0}")]
+    Exchange(String),
 }
 
 /// Everything a run needs besides the corpus. `Default` is word2vec.c's skip-gram setting

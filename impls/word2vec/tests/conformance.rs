@@ -571,3 +571,169 @@ fn negatives_follow_unigram_to_the_three_quarters_by_chi_square() {
     // 19 degrees of freedom: P(chi2 > 43.8) = 0.001.
     assert!(chi2 < 43.8, "chi-square {chi2}, observed {seen:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// `distributed` (data parallel over ranks, on the in-process communicator).
+// ---------------------------------------------------------------------------------------------
+
+use word2vec::distributed::{train_rank, RankOutput};
+use word2vec::{Distributed, SyncOptions};
+
+fn distributed(inner: &str, ranks: usize, sync: SyncOptions) -> Distributed {
+    Distributed {
+        inner: inner.to_string(),
+        ranks,
+        sync,
+    }
+}
+
+#[test]
+fn distributed_with_one_rank_is_its_shared_memory_variant_bit_for_bit() {
+    let corpus = planted_corpus(8, 60, 15, 1);
+    let params = small_params();
+    for v in variants() {
+        let alone = train(v.as_ref(), &corpus, &params);
+        // One exchange, at the very end: the whole shard is one segment.
+        let sync = SyncOptions {
+            sync_words: u64::MAX,
+            ..SyncOptions::default()
+        };
+        let d = distributed(v.name(), 1, sync);
+        let ranks = d.train_ranks(&corpus, &params, &mut quiet).unwrap();
+        let out = &ranks[0].train;
+        assert_eq!(out.model.vectors(), alone.model.vectors(), "{}", v.name());
+        assert_eq!(out.output_vectors, alone.output_vectors, "{}", v.name());
+        assert_eq!(
+            ranks[0].exchanges,
+            params.epochs,
+            "{}: one per epoch",
+            v.name()
+        );
+        assert_eq!(out.words_processed, alone.words_processed);
+    }
+}
+
+#[test]
+fn the_exchange_with_one_rank_changes_nothing() {
+    // Many exchanges of every row: the averaging over one rank must be exact, so the run equals
+    // the same segmentation with the exchanged rows never averaged (hot_words 0, rare rows only
+    // at the end, where the model is final anyway).
+    let corpus = planted_corpus(8, 80, 15, 3);
+    let params = small_params();
+    let every = SyncOptions {
+        sync_words: 97,
+        hot_words: usize::MAX,
+        rare_every: 1,
+        scale_alpha: true,
+    };
+    let never = SyncOptions {
+        hot_words: 0,
+        rare_every: usize::MAX,
+        ..every.clone()
+    };
+    for inner in ["hogwild", "gemm", "full"] {
+        let a = distributed(inner, 1, every.clone())
+            .train_ranks(&corpus, &params, &mut quiet)
+            .unwrap();
+        let b = distributed(inner, 1, never.clone())
+            .train_ranks(&corpus, &params, &mut quiet)
+            .unwrap();
+        assert!(a[0].rows_exchanged > 0, "{inner}");
+        assert!(a[0].exchanges > 10, "{inner}: {} exchanges", a[0].exchanges);
+        assert_eq!(
+            a[0].train.model.vectors(),
+            b[0].train.model.vectors(),
+            "{inner}"
+        );
+        assert_eq!(
+            a[0].train.output_vectors, b[0].train.output_vectors,
+            "{inner}"
+        );
+    }
+}
+
+#[test]
+fn distributed_ranks_end_with_one_model_and_learn_the_planted_groups() {
+    let per_group = 10;
+    let corpus = planted_corpus(per_group, 1200, 20, 2);
+    let params = TrainParams {
+        epochs: 3,
+        alpha: 0.025,
+        ..small_params()
+    };
+    for (inner, ranks) in [("gemm", 2), ("hogwild", 3), ("full", 2)] {
+        let sync = SyncOptions {
+            sync_words: 2000,
+            hot_words: 5,
+            rare_every: 3,
+            scale_alpha: true,
+        };
+        let runs: Vec<RankOutput> = distributed(inner, ranks, sync)
+            .train_ranks(&corpus, &params, &mut quiet)
+            .unwrap();
+        for r in &runs[1..] {
+            assert_eq!(
+                r.train.model.vectors(),
+                runs[0].train.model.vectors(),
+                "{inner}"
+            );
+            assert_eq!(
+                r.train.output_vectors, runs[0].train.output_vectors,
+                "{inner}"
+            );
+            assert_eq!(r.exchanges, runs[0].exchanges, "{inner}");
+        }
+        let out = &runs[0].train;
+        assert_eq!(
+            out.words_processed,
+            3 * corpus.num_words(),
+            "{inner}: all ranks' words"
+        );
+        let (within, across) = group_cosines(out, per_group);
+        assert!(
+            within > across + 0.3,
+            "{inner} on {ranks} ranks: mean cosine within groups {within:.3}, across {across:.3}"
+        );
+        // Every word sent is received, and the model exchange is the reduction phase.
+        let sent: u64 = runs.iter().map(|r| r.comm.total().words_sent).sum();
+        let received: u64 = runs.iter().map(|r| r.comm.total().words_received).sum();
+        assert_eq!(sent, received, "{inner}");
+        assert!(
+            runs[0]
+                .comm
+                .phase(parbench_common::comm::Phase::Reduction)
+                .words_sent
+                > 0
+        );
+    }
+}
+
+#[test]
+fn distributed_rejects_bad_options_on_every_rank() {
+    let corpus = planted_corpus(3, 4, 5, 6);
+    let params = small_params();
+    let err = parbench_common::comm::threads::run_threads(2, |comm| {
+        train_rank(
+            comm,
+            "nosuch",
+            &corpus,
+            &params,
+            &SyncOptions::default(),
+            &mut quiet,
+        )
+    })
+    .unwrap_err();
+    assert!(
+        err.error.to_string().contains("unknown inner variant"),
+        "{}",
+        err.error
+    );
+    let bad = SyncOptions {
+        rare_every: 0,
+        ..SyncOptions::default()
+    };
+    let err = distributed("gemm", 2, bad)
+        .train_ranks(&corpus, &params, &mut quiet)
+        .unwrap_err();
+    assert!(err.to_string().contains("at least 1"), "{err}");
+}
