@@ -7,6 +7,7 @@
 //! result atomically (coordinate for SDDMM, array otherwise) and print the counts per phase next
 //! to the cost model's prediction, as text on stderr or one JSON object on stdout (`--json`).
 
+use crate::backend::Backend;
 use crate::families::fusedmm::{self as family, CommSummary};
 use anyhow::{bail, Context, Result};
 use fusedmm::{Dense, FusedMmError, Kernel, KernelOutput, Par, Problem, Strategy};
@@ -156,16 +157,7 @@ fn read_dense(path: &Path, what: &str, rows: usize) -> Result<Dense> {
 /// Runs `parbench fusedmm`.
 pub fn run(args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
     let backend = Backend::start(&args.backend)?;
-    let outcome = run_on(&backend, args, data_dir);
-    #[cfg(feature = "mpi")]
-    if let (Err(e), Backend::Mpi { world, .. }) = (&outcome, &backend) {
-        // One rank's failure (a file only it cannot read, say) must not leave the others
-        // waiting in a collective: stop the whole job with this rank's error.
-        use fusedmm::comm::Communicator;
-        eprintln!("error: rank {}: {e:#}", world.rank());
-        fusedmm::comm::mpi::abort(1);
-    }
-    outcome
+    backend.finish(run_on(&backend, args, data_dir))
 }
 
 fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
@@ -176,13 +168,7 @@ fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Res
     let alg = fusedmm::algorithm(&args.algorithm)
         .with_context(|| format!("unknown algorithm {}", args.algorithm))?;
     let c = usize::try_from(args.replication).context("--replication is too large")?;
-    let p = match (backend.ranks(), args.ranks) {
-        (Some(world), Some(asked)) if asked as usize != world => bail!(
-            "--ranks {asked}, but mpirun started {world} processes: drop --ranks or run mpirun -np {asked}"
-        ),
-        (Some(world), _) => world,
-        (None, asked) => usize::try_from(asked.unwrap_or(4)).context("--ranks is too large")?,
-    };
+    let p = backend.ranks(args.ranks, 4)?;
     // Grid and strategy first: they need no input, and a wrong choice should not wait for a
     // large file to be parsed.
     alg.check_grid(p, c).map_err(grid_help)?;
@@ -246,8 +232,7 @@ fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Res
         )?,
         None => Problem::new(s, a, b)?,
     };
-    let run = backend
-        .run(&*alg, &problem, kernel, strategy, p, c)
+    let run = run_kernel(backend, &*alg, &problem, (kernel, strategy), p, c)
         .with_context(|| format!("running {} {} on {p} ranks", args.algorithm, args.kernel))?;
     // Under MPI only rank 0 holds the assembled result; the other ranks are done.
     let Some(run) = run else {
@@ -302,82 +287,38 @@ fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Res
     Ok(())
 }
 
-/// The ranks' engine: threads of this process, or the processes of an MPI job.
-enum Backend {
-    Local,
+/// Runs the kernel on the backend's ranks: the assembled run, or `None` on MPI ranks other
+/// than 0.
+fn run_kernel(
+    backend: &Backend,
+    alg: &dyn fusedmm::DistAlgorithm,
+    problem: &Problem,
+    (kernel, strategy): (Kernel, Strategy),
+    p: usize,
+    c: usize,
+) -> Result<Option<fusedmm::DistRun>> {
     #[cfg(feature = "mpi")]
-    Mpi {
-        // Finalizes MPI when dropped, after the run.
-        _mpi: fusedmm::comm::mpi::Environment,
-        world: fusedmm::comm::mpi::MpiComm,
-    },
-}
-
-impl Backend {
-    fn start(name: &str) -> Result<Backend> {
-        match name {
-            "local" => Ok(Backend::Local),
-            #[cfg(feature = "mpi")]
-            "mpi" => {
-                let env = fusedmm::comm::mpi::initialize()
-                    .context("MPI could not be initialized (was it initialized twice?)")?;
-                Ok(Backend::Mpi {
-                    _mpi: env,
-                    world: fusedmm::comm::mpi::MpiComm::world(),
-                })
-            }
-            #[cfg(not(feature = "mpi"))]
-            "mpi" => bail!(
-                "this parbench was built without MPI: rebuild with `cargo build --release --features mpi` (needs OpenMPI and libclang)"
-            ),
-            other => bail!("unknown backend {other}: use local or mpi"),
-        }
+    if let Some(world) = backend.world() {
+        return Ok(fusedmm::run_mpi(
+            alg,
+            problem,
+            kernel,
+            strategy,
+            c,
+            Par::Seq,
+            world,
+        )?);
     }
-
-    /// The number of ranks the job has, for MPI.
-    fn ranks(&self) -> Option<usize> {
-        match self {
-            Backend::Local => None,
-            #[cfg(feature = "mpi")]
-            Backend::Mpi { world, .. } => {
-                use fusedmm::comm::Communicator;
-                Some(world.size())
-            }
-        }
-    }
-
-    /// The assembled run (`None` on MPI ranks other than 0).
-    fn run(
-        &self,
-        alg: &dyn fusedmm::DistAlgorithm,
-        problem: &Problem,
-        kernel: Kernel,
-        strategy: Strategy,
-        p: usize,
-        c: usize,
-    ) -> Result<Option<fusedmm::DistRun>> {
-        match self {
-            Backend::Local => Ok(Some(fusedmm::run_in_process(
-                alg,
-                problem,
-                kernel,
-                strategy,
-                p,
-                c,
-                Par::Seq,
-            )?)),
-            #[cfg(feature = "mpi")]
-            Backend::Mpi { world, .. } => Ok(fusedmm::run_mpi(
-                alg,
-                problem,
-                kernel,
-                strategy,
-                c,
-                Par::Seq,
-                world,
-            )?),
-        }
-    }
+    let _ = backend;
+    Ok(Some(fusedmm::run_in_process(
+        alg,
+        problem,
+        kernel,
+        strategy,
+        p,
+        c,
+        Par::Seq,
+    )?))
 }
 
 /// Adds the list of working values to a grid error (the error itself already names them).

@@ -4,6 +4,7 @@
 //! through a [`model::Family`]) -> `results` (tidy rows, Parquet + CSV, meta.json) -> `plot`
 //! and `claims` (which read only stored results) -> `check` (claims + baseline regression).
 
+pub mod backend;
 pub mod check;
 pub mod claims;
 pub mod config;

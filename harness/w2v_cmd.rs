@@ -16,6 +16,7 @@
 //! A corpus or model name that does not exist here is looked up in the data dir, so
 //! `--corpus wiki17m.txt.gz` finds the shared corpus.
 
+use crate::backend::Backend;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value as Json};
@@ -23,7 +24,10 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use word2vec::eval::{self, AnalogyAccuracy, AnalogyResult, Evaluator, SimilarityResult};
-use word2vec::{io, Control, Corpus, CorpusOptions, EpochReport, Model, TrainOutput, TrainParams};
+use word2vec::{
+    io, Control, Corpus, CorpusOptions, Distributed, EpochReport, Model, SyncOptions, TrainOutput,
+    TrainParams, Trainer,
+};
 
 /// File names of the evaluation sets in the data dir.
 pub const WORDSIM353_FILE: &str = "wordsim353.tsv";
@@ -52,7 +56,7 @@ pub enum W2vCommand {
     Example:  parbench w2v train --corpus wiki17m.txt.gz --variant gemm --dim 300 --epochs 1 \
     --threads 2 --out vectors.bin --binary"
     )]
-    Train(TrainArgs),
+    Train(Box<TrainArgs>),
     /// Word similarity (WS-353, SimLex-999) and analogies (3CosAdd, 3CosMul) of a model.
     #[command(
         long_about = "Evaluates word vectors in word2vec text or binary format (.gz allowed) on \
@@ -78,9 +82,31 @@ pub struct TrainArgs {
     #[arg(
         long,
         default_value = "hogwild",
-        value_parser = clap::builder::PossibleValuesParser::new(word2vec::variant_names())
+        value_parser = clap::builder::PossibleValuesParser::new(train_variant_names())
     )]
     pub variant: String,
+    /// distributed: ranks (in-process with --backend local; the mpirun job's with mpi).
+    #[arg(long, value_name = "P")]
+    pub ranks: Option<u64>,
+    /// distributed: the variant every rank trains its shard with.
+    #[arg(long, value_name = "V", default_value = "gemm", value_parser = clap::builder::PossibleValuesParser::new(word2vec::variant_names()))]
+    pub inner: String,
+    /// distributed: corpus words each rank trains between two model exchanges.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub sync_words: u64,
+    /// distributed: rows of the N most frequent words are exchanged at every exchange.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub hot_words: usize,
+    /// distributed: the other rows are exchanged every N exchanges (and at the end).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub rare_every: usize,
+    /// distributed: keep alpha as given instead of multiplying it by the number of ranks.
+    #[arg(long)]
+    pub no_scale_alpha: bool,
+    /// distributed: where the ranks run, `local` (threads) or `mpi` (`mpirun -np P parbench
+    /// w2v train --variant distributed --backend mpi ...`; needs `--features mpi`).
+    #[arg(long, default_value = "local", value_parser = ["local", "mpi"])]
+    pub backend: String,
     /// Embedding dimension.
     #[arg(long, value_name = "D", default_value_t = 100)]
     pub dim: usize,
@@ -199,14 +225,46 @@ pub fn params_of(args: &TrainArgs) -> Result<TrainParams> {
     Ok(params)
 }
 
+/// The shared-memory variants and `distributed`.
+fn train_variant_names() -> Vec<&'static str> {
+    let mut v = word2vec::variant_names();
+    v.push("distributed");
+    v
+}
+
 fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
-    let trainer = word2vec::variant(&args.variant).with_context(|| {
-        format!(
-            "unknown variant {:?}; choose one of: {}",
-            args.variant,
-            word2vec::variant_names().join(", ")
-        )
-    })?;
+    if args.variant != "distributed" && (args.backend != "local" || args.ranks.is_some()) {
+        bail!("--backend and --ranks apply to --variant distributed");
+    }
+    let backend = Backend::start(&args.backend)?;
+    backend.finish(train_on(&backend, args, data_dir))
+}
+
+fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
+    let sync = SyncOptions {
+        sync_words: args.sync_words,
+        hot_words: args.hot_words,
+        rare_every: args.rare_every,
+        scale_alpha: !args.no_scale_alpha,
+    };
+    let trainer: Box<dyn Trainer> = if args.variant == "distributed" {
+        if args.sync_words == 0 || args.rare_every == 0 {
+            bail!("--sync-words and --rare-every must be at least 1");
+        }
+        Box::new(Distributed {
+            inner: args.inner.clone(),
+            ranks: backend.ranks(args.ranks, 2)?,
+            sync: sync.clone(),
+        })
+    } else {
+        word2vec::variant(&args.variant).with_context(|| {
+            format!(
+                "unknown variant {:?}; choose one of: {}",
+                args.variant,
+                train_variant_names().join(", ")
+            )
+        })?
+    };
     // Everything that can be checked before a long run is checked first.
     let params = params_of(args)?;
     if args.max_vocab == Some(0) {
@@ -248,13 +306,32 @@ fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
     );
     let out = {
         let mut display = Progress::new(corpus.num_words() * params.epochs as u64);
-        let result = trainer.train(&corpus, &params, &mut |r| {
-            display.update(r);
+        let root = backend.is_root();
+        let mut show = |r: &EpochReport| {
+            if root {
+                display.update(r);
+            }
             Control::Continue
-        });
+        };
+        let result = match mpi_world(backend) {
+            // Under MPI this process is one rank; every rank ends with the same model.
+            Some(world) => word2vec::distributed::train_rank(
+                world,
+                &args.inner,
+                &corpus,
+                &params,
+                &sync,
+                &mut show,
+            )
+            .and_then(|r| whole_job(world, r.train)),
+            None => trainer.train(&corpus, &params, &mut show),
+        };
         display.finish();
         result.with_context(|| format!("training with variant {}", trainer.name()))?
     };
+    if !backend.is_root() {
+        return Ok(());
+    }
     let t = Instant::now();
     write_model_atomically(&out.model, &args.out, args.binary)?;
     eprintln!(
@@ -267,6 +344,32 @@ fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
     );
     print_train_summary(trainer.name(), &params, &out);
     Ok(())
+}
+
+/// Rank 0's output with the words and flops of every rank, for the summary.
+fn whole_job(
+    world: &dyn parbench_common::comm::Communicator,
+    mut out: TrainOutput,
+) -> Result<TrainOutput, word2vec::W2vError> {
+    let mut totals = [out.words_processed as f64, out.flops, out.seconds];
+    world
+        .all_reduce_sum(parbench_common::comm::Phase::Reduction, &mut totals)
+        .map_err(|e| word2vec::W2vError::Exchange(e.to_string()))?;
+    out.words_processed = totals[0] as u64;
+    out.flops = totals[1];
+    out.seconds = totals[2] / world.size() as f64;
+    out.words_per_second = totals[0] / out.seconds.max(1e-9);
+    Ok(out)
+}
+
+/// The MPI job's communicator, when the command runs under MPI.
+fn mpi_world(backend: &Backend) -> Option<&dyn parbench_common::comm::Communicator> {
+    #[cfg(feature = "mpi")]
+    if let Some(world) = backend.world() {
+        return Some(world);
+    }
+    let _ = backend;
+    None
 }
 
 /// Fails early, before a long training run, when the output could not be written.

@@ -496,3 +496,67 @@ fn unknown_parameters_and_bad_values_are_rejected() {
     let err = runner::run(&plan, &tmp.path().join("run"), false, ProgressMode::Silent).unwrap_err();
     assert!(format!("{err:#}").contains("dimension"), "{err:#}");
 }
+
+#[test]
+fn distributed_on_one_rank_writes_the_inner_variants_model_and_options_are_checked() {
+    let fx = Fixture::new();
+    let out = train(&fx, "gemm.txt", &["--variant", "gemm"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // One rank, one exchange per epoch: the shared-memory variant itself.
+    let out = train(
+        &fx,
+        "dist1.txt",
+        &[
+            "--variant",
+            "distributed",
+            "--inner",
+            "gemm",
+            "--ranks",
+            "1",
+            "--sync-words",
+            "1000000000",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let alone = word2vec::io::read_model(&fx.path("gemm.txt")).unwrap();
+    let one = word2vec::io::read_model(&fx.path("dist1.txt")).unwrap();
+    assert_eq!(alone.vectors(), one.vectors());
+    // Two in-process ranks train and write a model of the same vocabulary.
+    let out = train(
+        &fx,
+        "dist2.txt",
+        &[
+            "--variant",
+            "distributed",
+            "--ranks",
+            "2",
+            "--sync-words",
+            "50",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let two = word2vec::io::read_model(&fx.path("dist2.txt")).unwrap();
+    assert_eq!(two.words(), alone.words());
+    assert!(stdout(&out).contains("distributed:"), "{}", stdout(&out));
+    assert_clean_error(
+        &train(&fx, "x.txt", &["--variant", "gemm", "--ranks", "2"]),
+        "apply to --variant distributed",
+    );
+    assert_clean_error(
+        &train(
+            &fx,
+            "x.txt",
+            &["--variant", "distributed", "--rare-every", "0"],
+        ),
+        "at least 1",
+    );
+    #[cfg(not(feature = "mpi"))]
+    assert_clean_error(
+        &train(
+            &fx,
+            "x.txt",
+            &["--variant", "distributed", "--backend", "mpi"],
+        ),
+        "built without MPI",
+    );
+}
