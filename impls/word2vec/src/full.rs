@@ -6,10 +6,12 @@
 //! position `p`, the context is the up to `2 W_f` kept words within `W_f` of `p`; `w` and K
 //! negatives drawn once per window (a draw equal to `w` skipped) are the targets.
 //!
-//! - Negative independence (Section 3.1): targets are processed one at a time. The target's
-//!   vector is loaded once into a local buffer, paired with every context word
-//!   (`f = <c, t>`, `g = alpha (label - sigmoid(f))`, context update `+= g t`, target update
-//!   `+= g c`), and its accumulated update is added to `out[t]` once.
+//! - Negative independence (Section 3.1): each target's vector is loaded once, paired with every
+//!   context word (`f = <c, t>`, `g = alpha (label - sigmoid(f))`, context update `+= g t`,
+//!   target update `+= g c`), and its accumulated update is added to `out[t]` once. The context
+//!   vectors do not change within a window (their updates wait in `pending`), so the targets are
+//!   independent and the window runs as one batch of small products ([`crate::batch`], the
+//!   kernels `gemm` uses): `S = C T^T`, then `pending += G T` and `out[t] += G^T C`.
 //! - Lifetime reuse of context words (Section 3.2): a word's input vector is loaded into a ring
 //!   buffer of `2 W_f + 1` slots when it enters the window, kept there (with the updates
 //!   applied after every window it is a context of, and their sum) while the window slides
@@ -20,12 +22,13 @@
 //! K + 1`), against `gemm`'s `2 (n + m)` and `hogwild`'s `n (2 + 2 m)` rows (`n` contexts).
 //! Arithmetic is the same `6 d` flops per (context, target) pair, now `2 W_f m` pairs per word.
 
+use crate::batch;
 use crate::corpus::Corpus;
 use crate::driver::{self, ChunkKernel, Shared, ThreadState};
 use crate::model::HogwildMatrix;
 use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
 use crate::sampling::Sigmoid;
-use crate::vecops::{add, axpy, dot};
+use crate::vecops::add;
 use crate::Trainer;
 use parbench_common::rng::Rng;
 use std::ops::Range;
@@ -186,17 +189,27 @@ struct Ring {
     deltas: Vec<f32>,
     /// This window's update of each slot, applied when the window is done.
     pending: Vec<f32>,
-    /// The current target's vector and update, and the window's targets.
-    target_vec: Vec<f32>,
-    target_update: Vec<f32>,
+    /// The window's targets, its contexts' and targets' rows side by side, the `n x m` errors
+    /// and one column of them.
     targets: Vec<u32>,
+    batch_x: Vec<f32>,
+    batch_y: Vec<f32>,
+    s: Vec<f32>,
+    column: Vec<f32>,
+    /// Stream positions of the contexts in `batch_x`.
+    contexts: Vec<usize>,
 }
 
 impl Ring {
     fn slot(&self, pos: usize) -> Range<usize> {
-        let s = pos % self.slots;
-        s * self.dim..(s + 1) * self.dim
+        slot_range(pos, self.slots, self.dim)
     }
+}
+
+/// The values of stream position `pos` in a ring of `slots` rows of `dim`.
+fn slot_range(pos: usize, slots: usize, dim: usize) -> Range<usize> {
+    let s = pos % slots;
+    s * dim..(s + 1) * dim
 }
 
 #[inline(always)]
@@ -218,9 +231,12 @@ fn run_stream<const FMA: bool, S: WindowSource>(
         vectors: vec![0.0; slots * d],
         deltas: vec![0.0; slots * d],
         pending: vec![0.0; slots * d],
-        target_vec: vec![0.0; d],
-        target_update: vec![0.0; d],
         targets: Vec::with_capacity(negative + 1),
+        batch_x: vec![0.0; 2 * half * d],
+        batch_y: vec![0.0; (negative + 1) * d],
+        s: vec![0.0; 2 * half * (negative + 1)],
+        column: vec![0.0; 2 * half],
+        contexts: vec![0; 2 * half],
     };
     let mut entered = 0usize;
     let mut left = 0usize;
@@ -255,6 +271,42 @@ fn run_stream<const FMA: bool, S: WindowSource>(
     }
 }
 
+/// Contexts `ring.batch_x[..n]` (ring positions `ring.contexts`) against `targets`, all
+/// distinct: the logits, the errors (`positive_first`: `targets[0]` is the center word), the
+/// contexts' pending updates and the targets' rows in the model.
+#[inline(always)]
+fn window_batch<const FMA: bool>(
+    ring: &mut Ring,
+    n: usize,
+    targets: &[u32],
+    positive_first: bool,
+    alpha: f32,
+    output: &HogwildMatrix,
+    sigmoid: &Sigmoid,
+) {
+    let (d, m) = (ring.dim, targets.len());
+    for (j, &t) in targets.iter().enumerate() {
+        // SAFETY: a shared view dropped at the end of the statement.
+        ring.batch_y[j * d..(j + 1) * d].copy_from_slice(unsafe { output.row(t) });
+    }
+    let (x, y) = (&ring.batch_x[..n * d], &ring.batch_y[..m * d]);
+    let s = &mut ring.s[..n * m];
+    batch::logits::<FMA>(x, y, d, n, m, s);
+    batch::errors(s, m, alpha, sigmoid, positive_first);
+    for (i, &q) in ring.contexts[..n].iter().enumerate() {
+        let r = slot_range(q, ring.slots, d);
+        batch::combine::<FMA>(&s[i * m..(i + 1) * m], y, d, &mut ring.pending[r]);
+    }
+    let column = &mut ring.column[..n];
+    for (j, &t) in targets.iter().enumerate() {
+        for (i, g) in column.iter_mut().enumerate() {
+            *g = s[i * m + j];
+        }
+        // SAFETY: the only reference to this output row on this thread.
+        batch::combine::<FMA>(column, x, d, unsafe { output.row_mut(t) });
+    }
+}
+
 /// One window: every target against every context word of `center`'s window. A function
 /// rather than a closure in [`run_stream`]: a closure is compiled without the enclosing
 /// function's `target_feature`s, which turns `mul_add` into a libm call (measured 25x slower).
@@ -275,30 +327,36 @@ fn window<const FMA: bool, S: WindowSource>(
     let mut targets = std::mem::take(&mut ring.targets);
     source.targets(ring.words[center % ring.slots], &mut targets);
     let alpha = source.alpha();
-    for q in lo..=hi {
-        if q != center {
-            let r = ring.slot(q);
-            ring.pending[r].fill(0.0);
-        }
+    let d = ring.dim;
+    // The window's contexts side by side (from the ring, in L1) and its targets' rows (read
+    // from the model once): one batch of products, as in `gemm`.
+    let mut n = 0;
+    for q in (lo..=hi).filter(|&q| q != center) {
+        let r = ring.slot(q);
+        ring.batch_x[n * d..(n + 1) * d].copy_from_slice(&ring.vectors[r.clone()]);
+        ring.pending[r].fill(0.0);
+        ring.contexts[n] = q;
+        n += 1;
     }
-    for (k, &t) in targets.iter().enumerate() {
-        let label = if k == 0 { 1.0 } else { 0.0 };
-        // SAFETY: a shared view dropped at the end of the statement.
-        ring.target_vec.copy_from_slice(unsafe { output.row(t) });
-        ring.target_update.fill(0.0);
-        for q in lo..=hi {
-            if q == center {
-                continue;
-            }
-            let r = ring.slot(q);
-            let c = &ring.vectors[r.clone()];
-            let f = dot::<FMA>(c, &ring.target_vec);
-            let g = (label - sigmoid.eval(f)) * alpha;
-            axpy::<FMA>(g, &ring.target_vec, &mut ring.pending[r]);
-            axpy::<FMA>(g, c, &mut ring.target_update);
+    // Targets one at a time, as the definition has it, is the same as a batch of distinct
+    // targets (the contexts are fixed within the window); a repeated negative must see its
+    // first occurrence's update, so the targets run in batches that end before a repeat.
+    let mut start = 0;
+    while start < targets.len() {
+        let mut end = start + 1;
+        while end < targets.len() && !targets[start..end].contains(&targets[end]) {
+            end += 1;
         }
-        // SAFETY: the only reference to this output row on this thread.
-        add(&ring.target_update, unsafe { output.row_mut(t) });
+        window_batch::<FMA>(
+            ring,
+            n,
+            &targets[start..end],
+            start == 0,
+            alpha,
+            output,
+            sigmoid,
+        );
+        start = end;
     }
     let contexts = (hi - lo) as u64;
     stats.pairs += contexts * targets.len() as u64;

@@ -58,6 +58,7 @@
 //!
 //! Variant names for command lines and experiment files: [`variant_names`].
 
+mod batch;
 pub mod corpus;
 pub mod distributed;
 mod driver;
