@@ -1,21 +1,11 @@
 //! End-to-end tests of `parbench fusedmm` against the built binary (tiny ER and `.mtx` inputs),
 //! and of the FusedMM family through the harness's plan and runner.
 
+use crate::support::{parbench, stderr};
 use parbench::model::Value;
 use parbench::runner::{self, ProgressMode};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn parbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_parbench"))
-        .args(args)
-        .output()
-        .expect("the parbench binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Output;
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "failed: {}", stderr(o));

@@ -2,10 +2,11 @@
 //! temporary folder), and of the LDA family driven through the harness's plan and runner on a
 //! tiny synthetic corpus.
 
+use crate::support::{parbench, stderr, stdout};
 use parbench::runner::{self, ProgressMode};
 use parbench::{plan, results};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// 4 documents over 6 words: two "pets" documents, two "vehicles" documents; 30 tokens.
 const DOCWORD: &str = "\
@@ -45,13 +46,6 @@ impl Fixture {
     }
 }
 
-fn parbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_parbench"))
-        .args(args)
-        .output()
-        .expect("the parbench binary runs")
-}
-
 /// `parbench lda train --uci <tiny> --vocab <tiny>` with small settings, plus `extra`.
 fn train(fx: &Fixture, extra: &[&str]) -> Output {
     let docword = fx.arg("docword.tiny.txt");
@@ -74,14 +68,6 @@ fn train(fx: &Fixture, extra: &[&str]) -> Output {
     ];
     args.extend_from_slice(extra);
     parbench(&args)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

@@ -9,5 +9,6 @@ mod lda_cli;
 mod pipeline;
 mod plot;
 mod results_io;
+mod support;
 mod w2v_cli;
 mod wmd_cli;

@@ -2,6 +2,7 @@
 //! corpora, models and evaluation sets in a temporary folder), and of the word2vec family driven
 //! through the harness's plan and runner.
 
+use crate::support::{parbench, stderr, stdout};
 use parbench::runner::{self, ProgressMode};
 use parbench::{plan, results};
 use parbench_common::rng::Rng;
@@ -62,21 +63,6 @@ impl Fixture {
     fn arg(&self, name: &str) -> String {
         self.path(name).to_str().expect("UTF-8 path").to_string()
     }
-}
-
-fn parbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_parbench"))
-        .args(args)
-        .output()
-        .expect("the parbench binary runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `parbench w2v train` on the tiny corpus with small settings, writing `out`, plus `extra`.

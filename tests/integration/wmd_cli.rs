@@ -1,8 +1,9 @@
 //! End-to-end tests of `parbench wmd` against the built binary: small embeddings and documents in
 //! a temporary folder, the CSV checked against distances known in closed form.
 
+use crate::support::{parbench, stderr};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// Two-dimensional vectors, so Euclidean distances are easy to state.
 const EMBEDDINGS: &str = "\
@@ -40,13 +41,6 @@ impl Fixture {
     }
 }
 
-fn parbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_parbench"))
-        .args(args)
-        .output()
-        .expect("the parbench binary runs")
-}
-
 fn wmd(fx: &Fixture, extra: &[&str]) -> Output {
     let emb = fx.path("vecs.txt");
     let docs = fx.path("docs.txt");
@@ -59,10 +53,6 @@ fn wmd(fx: &Fixture, extra: &[&str]) -> Output {
     ];
     args.extend_from_slice(extra);
     parbench(&args)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Parses `doc,distance` CSV text, checking the header and that docs are numbered 0, 1, ...

@@ -219,6 +219,72 @@ pub trait Communicator {
     }
 }
 
+/// Argument checks every backend makes before a collective, so that both report misuse alike.
+pub(crate) mod check {
+    use super::CommError;
+
+    fn counts(call: &'static str, counts: &[usize], size: usize) -> Result<(), CommError> {
+        if counts.len() != size {
+            return Err(CommError::Usage {
+                call,
+                message: format!(
+                    "{} block counts for a communicator of {size} ranks",
+                    counts.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// An all-gather where rank `rank` sends `sent` values.
+    pub fn all_gather(
+        rank: usize,
+        sent: usize,
+        block_counts: &[usize],
+        size: usize,
+    ) -> Result<(), CommError> {
+        counts("all-gather", block_counts, size)?;
+        if sent != block_counts[rank] {
+            return Err(CommError::Usage {
+                call: "all-gather",
+                message: format!(
+                    "rank {rank} sends {sent} values, counts say {}",
+                    block_counts[rank]
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// A reduce-scatter of a buffer of `sent` values.
+    pub fn reduce_scatter(
+        sent: usize,
+        block_counts: &[usize],
+        size: usize,
+    ) -> Result<(), CommError> {
+        counts("reduce-scatter", block_counts, size)?;
+        let total: usize = block_counts.iter().sum();
+        if sent != total {
+            return Err(CommError::Usage {
+                call: "reduce-scatter",
+                message: format!("buffer of {sent} values, counts sum to {total}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// A broadcast from `root`.
+    pub fn broadcast(root: usize, size: usize) -> Result<(), CommError> {
+        if root >= size {
+            return Err(CommError::Usage {
+                call: "broadcast",
+                message: format!("root {root} in a communicator of {size} ranks"),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Block lengths of an even split of `n` items over `parts`: `floor(n (k+1) / parts) -
 /// floor(n k / parts)` (the split every algorithm and the all-reduce use).
 pub fn even_counts(n: usize, parts: usize) -> Vec<usize> {

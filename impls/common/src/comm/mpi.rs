@@ -12,7 +12,7 @@
 //! no call here returns one; a rank whose own work fails should call [`abort`], which stops
 //! every rank (`MPI_Abort`) instead of leaving the others waiting.
 
-use super::{convention, CommError, CommStats, Communicator, Phase};
+use super::{check, convention, CommError, CommStats, Communicator, Phase};
 use mpi::datatype::PartitionMut;
 use mpi::raw::AsRaw;
 use mpi::topology::{Color, SimpleCommunicator};
@@ -96,38 +96,14 @@ impl MpiComm {
         f(&mut self.stats.borrow_mut())
     }
 
-    fn check_counts(&self, call: &'static str, counts: &[usize]) -> Result<(), CommError> {
-        if counts.len() != self.size() {
-            return Err(CommError::Usage {
-                call,
-                message: format!(
-                    "{} block counts for a communicator of {} ranks",
-                    counts.len(),
-                    self.size()
-                ),
-            });
-        }
-        Ok(())
-    }
-
     fn all_gather<T: Equivalence + Default + Clone>(
         &self,
         phase: Phase,
         send: &[T],
         counts: &[usize],
     ) -> Result<Vec<T>, CommError> {
-        self.check_counts("all-gather", counts)?;
         let i = self.rank();
-        if send.len() != counts[i] {
-            return Err(CommError::Usage {
-                call: "all-gather",
-                message: format!(
-                    "rank {i} sends {} values, counts say {}",
-                    send.len(),
-                    counts[i]
-                ),
-            });
-        }
+        check::all_gather(i, send.len(), counts, self.size())?;
         let (c, displs) = mpi_counts(counts)?;
         let mut out = vec![T::default(); counts.iter().sum()];
         self.timed(phase, || {
@@ -242,14 +218,7 @@ impl Communicator for MpiComm {
         send: &[f64],
         counts: &[usize],
     ) -> Result<Vec<f64>, CommError> {
-        self.check_counts("reduce-scatter", counts)?;
-        let total: usize = counts.iter().sum();
-        if send.len() != total {
-            return Err(CommError::Usage {
-                call: "reduce-scatter",
-                message: format!("{} values sent, counts sum to {total}", send.len()),
-            });
-        }
+        check::reduce_scatter(send.len(), counts, self.size())?;
         let i = self.rank();
         let (c, _) = mpi_counts(counts)?;
         let mut out = vec![0.0f64; counts[i]];
@@ -286,12 +255,7 @@ impl Communicator for MpiComm {
 
     fn broadcast_f64(&self, phase: Phase, root: usize, buf: &mut [f64]) -> Result<(), CommError> {
         let (i, q) = (self.rank(), self.size());
-        if root >= q {
-            return Err(CommError::Usage {
-                call: "broadcast",
-                message: format!("root {root} in a communicator of {q} ranks"),
-            });
-        }
+        check::broadcast(root, q)?;
         self.timed(phase, || {
             self.comm.process_at_rank(root as i32).broadcast_into(buf)
         });

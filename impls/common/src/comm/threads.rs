@@ -12,7 +12,7 @@
 //! [`CommError::PeerExited`] (mismatched collectives are a bug, reported rather than hung on).
 //! [`run_threads`] returns the error of the rank that failed first.
 
-use super::{even_counts, CommError, CommStats, Communicator, Phase};
+use super::{check, even_counts, CommError, CommStats, Communicator, Phase};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -204,38 +204,14 @@ impl ThreadComm {
         r
     }
 
-    fn check_counts(&self, call: &'static str, counts: &[usize]) -> Result<(), CommError> {
-        if counts.len() != self.size() {
-            return Err(CommError::Usage {
-                call,
-                message: format!(
-                    "{} block counts for a communicator of {} ranks",
-                    counts.len(),
-                    self.size()
-                ),
-            });
-        }
-        Ok(())
-    }
-
     fn ring_all_gather<T: Word + Default>(
         &self,
         phase: Phase,
         send: &[T],
         counts: &[usize],
     ) -> Result<Vec<T>, CommError> {
-        self.check_counts("all-gather", counts)?;
         let (q, i) = (self.size(), self.rank);
-        if send.len() != counts[i] {
-            return Err(CommError::Usage {
-                call: "all-gather",
-                message: format!(
-                    "rank {i} sends {} values, counts say {}",
-                    send.len(),
-                    counts[i]
-                ),
-            });
-        }
+        check::all_gather(i, send.len(), counts, q)?;
         let seq = self.next_call();
         let mut offsets = vec![0usize; q + 1];
         for k in 0..q {
@@ -271,21 +247,11 @@ impl ThreadComm {
         send: &[f64],
         counts: &[usize],
     ) -> Result<Vec<f64>, CommError> {
-        self.check_counts("reduce-scatter", counts)?;
         let (q, i) = (self.size(), self.rank);
+        check::reduce_scatter(send.len(), counts, q)?;
         let mut offsets = vec![0usize; q + 1];
         for k in 0..q {
             offsets[k + 1] = offsets[k] + counts[k];
-        }
-        if send.len() != offsets[q] {
-            return Err(CommError::Usage {
-                call: "reduce-scatter",
-                message: format!(
-                    "buffer of {} values, counts sum to {}",
-                    send.len(),
-                    offsets[q]
-                ),
-            });
         }
         let seq = self.next_call();
         let block = |k: usize| &send[offsets[k]..offsets[k + 1]];
@@ -401,12 +367,7 @@ impl Communicator for ThreadComm {
     fn broadcast_f64(&self, phase: Phase, root: usize, buf: &mut [f64]) -> Result<(), CommError> {
         self.timed(phase, || {
             let q = self.size();
-            if root >= q {
-                return Err(CommError::Usage {
-                    call: "broadcast",
-                    message: format!("root {root} in a communicator of {q} ranks"),
-                });
-            }
+            check::broadcast(root, q)?;
             let seq = self.next_call();
             let v = (self.rank + q - root) % q; // rank relative to the root
             let mut mask = 1usize;
