@@ -48,6 +48,15 @@ impl Backend {
         }
     }
 
+    /// The MPI job's world as the algorithms' communicator, `None` for the local backend.
+    pub fn communicator(&self) -> Option<&dyn parbench_common::comm::Communicator> {
+        match self {
+            Backend::Local => None,
+            #[cfg(feature = "mpi")]
+            Backend::Mpi { world, .. } => Some(world),
+        }
+    }
+
     /// The number of ranks of the MPI job, `None` for the local backend.
     pub fn job_size(&self) -> Option<usize> {
         match self {

@@ -8,6 +8,7 @@
 //! count tables as CSV, the top words and the JSON summary, each atomically (temporary file in
 //! the same folder, then a rename).
 
+use crate::backend::Backend;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaOutput, LdaParams, TextOptions};
@@ -75,8 +76,20 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 100)]
     pub iters: usize,
     /// Worker threads of sync and async (default: every core); sequential and sparse use one.
+    /// With `--backend mpi` the workers are the job's processes but the first (give none, or
+    /// the job's size minus one).
     #[arg(long, short = 'p', value_name = "P")]
     pub workers: Option<usize>,
+    /// Where sync's and async's master and workers run: `local` (threads of this process) or
+    /// `mpi` (the master on rank 0 and one worker per other rank, exchanging real MPI messages:
+    /// `mpirun -np P+1 parbench lda train --backend mpi ...`; needs a parbench built with
+    /// `--features mpi`). Every rank reads the corpus; rank 0 prints and writes the results.
+    #[arg(long, default_value = "local", value_parser = ["local", "mpi"])]
+    pub backend: String,
+    /// Recount the global tables from every worker's assignments after every merge and report
+    /// any difference (slow: O(tokens) per merge; the final state is always recounted).
+    #[arg(long)]
+    pub verify_invariants: bool,
     /// Documents a worker samples between two exchanges with the master (default: a tenth of
     /// its share, D / P / 10).
     #[arg(long, value_name = "DOCS")]
@@ -157,11 +170,20 @@ fn read_corpus(args: &TrainArgs, data_dir: Option<&Path>) -> Result<(Corpus, Str
 }
 
 /// The sampler settings of the arguments (validated).
-pub fn params_of(args: &TrainArgs, corpus: &Corpus) -> Result<LdaParams> {
-    let workers = match args.workers {
-        Some(0) => bail!("--workers must be at least 1"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+pub fn params_of(args: &TrainArgs, corpus: &Corpus, backend: &Backend) -> Result<LdaParams> {
+    let workers = match (args.workers, backend.job_size()) {
+        (Some(0), _) => bail!("--workers must be at least 1"),
+        (_, Some(1)) => bail!(
+            "--backend mpi runs a master and at least one worker: start at least 2 processes (mpirun -np P+1 for P workers)"
+        ),
+        (Some(n), Some(size)) if n + 1 != size => bail!(
+            "--workers {n}, but mpirun started {size} processes (a master and {} workers): drop --workers or run mpirun -np {}",
+            size - 1,
+            n + 1
+        ),
+        (_, Some(size)) => size - 1,
+        (Some(n), None) => n,
+        (None, None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let checkpoint = match args.checkpoint {
         Some(0) => bail!("--checkpoint must be at least 1 document"),
@@ -185,13 +207,19 @@ pub fn params_of(args: &TrainArgs, corpus: &Corpus) -> Result<LdaParams> {
         delta: DeltaEncoding::from_name(&args.delta).unwrap_or_default(),
         non_blocking: args.non_blocking,
         inner: InnerSampler::from_name(&args.inner).unwrap_or_default(),
-        verify_invariants: false,
+        verify_invariants: args.verify_invariants,
     };
     params.validate().context("invalid LDA settings")?;
     Ok(params)
 }
 
 fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
+    let backend = Backend::start(&args.backend)?;
+    backend.finish(train_on(&backend, args, data_dir))
+}
+
+fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
+    let root = backend.is_root();
     let sampler = lda::variant(&args.variant).with_context(|| {
         format!(
             "unknown variant {:?}; choose one of: {}",
@@ -202,13 +230,28 @@ fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
     if args.iters == 0 {
         bail!("--iters must be at least 1");
     }
+    if backend.communicator().is_some() && !sampler.is_parallel() {
+        bail!(
+            "--backend mpi runs the master-worker variants (sync, async), not {}",
+            sampler.name()
+        );
+    }
     let t = Instant::now();
     let (corpus, source) = read_corpus(args, data_dir)?;
     if corpus.num_tokens() == 0 {
         bail!("the corpus {source} has no tokens (after stop words and --min-count)");
     }
     // Validate before creating the output folder, so a typo leaves nothing behind.
-    let params = params_of(args, &corpus)?;
+    let params = params_of(args, &corpus, backend)?;
+    if !root {
+        // A worker rank: its part of the run, nothing printed or written.
+        if let Some(comm) = backend.communicator() {
+            sampler
+                .train_on_ranks(&corpus, &params, comm, &mut |_| Control::Continue)
+                .with_context(|| format!("training with variant {}", sampler.name()))?;
+        }
+        return Ok(());
+    }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the output folder {}", dir.display()))?;
@@ -230,8 +273,14 @@ fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
         params.iterations,
         if parallel {
             format!(
-                ", {} workers, checkpoint every {} documents",
-                params.workers, params.checkpoint_docs
+                ", {} workers{}, checkpoint every {} documents",
+                params.workers,
+                if backend.communicator().is_some() {
+                    " (MPI processes 1.., the master on rank 0)"
+                } else {
+                    ""
+                },
+                params.checkpoint_docs
             )
         } else {
             String::new()
@@ -240,13 +289,33 @@ fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
 
     let out = {
         let mut display = Progress::new(params.iterations as u64, corpus.num_tokens());
-        let result = sampler.train(&corpus, &params, &mut |r| {
+        let mut report = |r: &lda::IterationReport| {
             display.update(r);
             Control::Continue
-        });
+        };
+        let result = match backend.communicator() {
+            Some(comm) => sampler.train_on_ranks(&corpus, &params, comm, &mut report),
+            None => sampler.train(&corpus, &params, &mut report).map(Some),
+        };
         display.finish();
-        result.with_context(|| format!("training with variant {}", sampler.name()))?
+        result
+            .with_context(|| format!("training with variant {}", sampler.name()))?
+            .context("rank 0 runs the master and holds the output")?
     };
+    if !out.invariants.holds() {
+        bail!(
+            "the counts are inconsistent after training ({} of {} checks failed): {}",
+            out.invariants.violations.len(),
+            out.invariants.checks,
+            out.invariants
+                .violations
+                .iter()
+                .take(3)
+                .map(|v| v.detail.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
 
     let topics = top_words(&corpus, &out, params.topics, args.top_words);
     let summary = summary_json(args, &params, &corpus, &source, &out, &topics, parallel);
@@ -443,6 +512,9 @@ fn summary_json(
         "tokens_per_second": out.tokens_per_second,
         "merges": out.merges,
         "master_s": out.master_seconds,
+        "backend": args.backend,
+        "invariant_checks": out.invariants.checks,
+        "invariant_violations": out.invariants.violations.len(),
         "workers": workers,
         "loglik_trace": trace,
         "top_words": topics

@@ -274,3 +274,72 @@ fn the_counting_formulas_equal_the_in_process_counts() {
         }
     }
 }
+
+#[test]
+fn point_to_point_messages_keep_their_order_and_do_not_mix_with_collectives() {
+    // Ranks 1 and 2 each send three messages to rank 0, with a collective in between; rank 0
+    // receives from anyone, so the interleaving of senders is free but each sender's order is not.
+    let runs = run(3, |c| {
+        if c.rank() == 0 {
+            assert_eq!(c.try_receive_bytes(Some(2))?.map(|m| m.0), None::<usize>);
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                got.push(c.receive_bytes(None)?);
+            }
+            let mut sum = [1.0];
+            c.all_reduce_sum(Phase::Reduction, &mut sum)?;
+            for _ in 0..4 {
+                got.push(c.receive_bytes(None)?);
+            }
+            let none_left = c.try_receive_bytes(None)?.is_none();
+            c.send_bytes(1, b"bye")?;
+            Ok((got, sum[0], none_left))
+        } else {
+            let me = c.rank() as u8;
+            c.send_bytes(0, &[me, 0])?;
+            let mut sum = [1.0];
+            c.all_reduce_sum(Phase::Reduction, &mut sum)?;
+            c.send_bytes(0, &[me, 1])?;
+            c.send_bytes(0, &[me, 2, 9, 9])?;
+            let reply = if me == 1 {
+                c.receive_bytes(Some(0))?.1
+            } else {
+                Vec::new()
+            };
+            Ok((vec![(0, reply)], sum[0], true))
+        }
+    });
+    let (got, sum, none_left) = &runs[0].value;
+    assert_eq!(*sum, 3.0);
+    assert!(*none_left);
+    assert_eq!(got.len(), 6);
+    for sender in [1usize, 2] {
+        let seq: Vec<&Vec<u8>> = got
+            .iter()
+            .filter(|(s, _)| *s == sender)
+            .map(|(_, b)| b)
+            .collect();
+        let s = sender as u8;
+        assert_eq!(seq, [&vec![s, 0], &vec![s, 1], &vec![s, 2, 9, 9]]);
+    }
+    assert_eq!(runs[1].value.0[0].1, b"bye");
+    // Point-to-point bytes are not counted: only the all-reduce's words are.
+    assert_eq!(runs[0].stats.phase(Phase::Replication).volume(), [0; 4]);
+    assert_eq!(runs[0].stats.phase(Phase::Propagation).volume(), [0; 4]);
+}
+
+#[test]
+fn waiting_for_a_message_from_ranks_that_finished_is_an_error() {
+    let out = run_threads(2, |c| {
+        if c.rank() == 0 {
+            c.receive_bytes(None).map(|_| ())
+        } else {
+            Ok(())
+        }
+    });
+    let failure = out.unwrap_err();
+    assert_eq!(failure.rank, 0);
+    assert!(matches!(failure.error, CommError::PeerExited { .. }));
+    let bad = run_threads(2, |c| c.send_bytes(2, b"x"));
+    assert!(matches!(bad.unwrap_err().error, CommError::Usage { .. }));
+}

@@ -22,13 +22,65 @@
 //! deterministic.
 
 use crate::corpus::Corpus;
-use crate::parallel::{receive, train_master_worker, Incoming, Schedule};
+use crate::parallel::{train_master_worker, Incoming, Master, MasterLink, Schedule, Transport};
 use crate::problem::{Control, IterationReport, LdaError, LdaOutput, LdaParams};
 use crate::LdaSampler;
+use parbench_common::comm::Communicator;
 
 /// The asynchronous master-worker sampler.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Async;
+
+impl Async {
+    fn run(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+        transport: Transport<'_>,
+    ) -> Result<Option<LdaOutput>, LdaError> {
+        let non_blocking = params.non_blocking;
+        train_master_worker(
+            corpus,
+            params,
+            |_| Schedule::Own { non_blocking },
+            params.delta,
+            &master_loop,
+            progress,
+            transport,
+        )
+    }
+}
+
+/// Each delta merged as it arrives and answered at once; done when every worker has sent its
+/// final state.
+fn master_loop(
+    master: &mut Master<'_>,
+    link: &mut dyn MasterLink,
+    callback: &mut dyn FnMut(&IterationReport) -> Control,
+) -> Result<(), LdaError> {
+    let mut finished = 0;
+    while finished < link.workers() {
+        match link.receive()? {
+            Incoming::Checkpoint(mut update) => {
+                master.apply(&mut update);
+                master.merged();
+                master.record_progress(&update, callback);
+                let worker = update.worker;
+                let reply = master.reply(update);
+                link.reply(worker, reply);
+            }
+            Incoming::Final(mut update, fin) => {
+                master.apply(&mut update);
+                master.merged();
+                master.record_progress(&update, callback);
+                master.finals[update.worker] = Some(fin);
+                finished += 1;
+            }
+        }
+    }
+    Ok(())
+}
 
 impl LdaSampler for Async {
     fn name(&self) -> &'static str {
@@ -41,37 +93,18 @@ impl LdaSampler for Async {
         params: &LdaParams,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError> {
-        let non_blocking = params.non_blocking;
-        train_master_worker(
-            corpus,
-            params,
-            |_| Schedule::Own { non_blocking },
-            params.delta,
-            |master, from_workers, replies, callback| {
-                let mut finished = 0;
-                while finished < replies.len() {
-                    match receive(from_workers)? {
-                        Incoming::Checkpoint(mut update) => {
-                            master.apply(&mut update);
-                            master.merged();
-                            master.record_progress(&update, callback);
-                            // A closed inbox means that worker failed; its Failed message follows.
-                            let worker = update.worker;
-                            let _ = replies[worker].send(master.reply(update));
-                        }
-                        Incoming::Final(mut update, fin) => {
-                            master.apply(&mut update);
-                            master.merged();
-                            master.record_progress(&update, callback);
-                            master.finals[update.worker] = Some(fin);
-                            finished += 1;
-                        }
-                    }
-                }
-                Ok(())
-            },
-            progress,
-        )
+        self.run(corpus, params, progress, Transport::Threads)
+            .map(|out| out.expect("the threads transport runs the master here"))
+    }
+
+    fn train_on_ranks(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        comm: &dyn Communicator,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<Option<LdaOutput>, LdaError> {
+        self.run(corpus, params, progress, Transport::Ranks(comm))
     }
 
     fn is_parallel(&self) -> bool {

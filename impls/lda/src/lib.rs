@@ -15,7 +15,9 @@
 //! - [`Async`] (`async`): the paper's asynchronous master-worker; dense or sparse deltas,
 //!   blocking or non-blocking exchange; timing-dependent.
 //!
-//! Workers and master exchange only owned messages over channels (see [`parallel`]'s docs).
+//! Workers and master exchange only owned messages: over channels between threads (see
+//! [`parallel`]'s docs), or as bytes over a communicator's point-to-point messages between the
+//! ranks of an MPI job ([`LdaSampler::train_on_ranks`]).
 //!
 //! # Using it from the harness
 //!
@@ -62,6 +64,7 @@ pub mod reference;
 pub mod sequential;
 pub mod sparse;
 pub mod sync;
+pub(crate) mod wire;
 
 pub use asynchronous::Async;
 pub use corpus::{Corpus, CorpusError, TextOptions};
@@ -91,6 +94,25 @@ pub trait LdaSampler: Send + std::marker::Sync {
         params: &LdaParams,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError>;
+
+    /// Trains across the ranks of `comm` (MPI processes, or in-process ranks): every rank calls
+    /// this with the same corpus and parameters; the master runs on rank 0 and gets the output,
+    /// worker `i` on rank `i + 1` gets `None`. `params.workers` must be `comm.size() - 1`. The
+    /// result equals [`LdaSampler::train`]'s with as many worker threads whenever that one is
+    /// repeatable (`sync`; `async` with one blocking worker). Only the master-worker variants
+    /// run across ranks; the others refuse.
+    fn train_on_ranks(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        comm: &dyn parbench_common::comm::Communicator,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<Option<LdaOutput>, LdaError> {
+        let _ = (corpus, params, comm, progress);
+        Err(LdaError::NotMasterWorker {
+            variant: self.name(),
+        })
+    }
 
     /// Whether the variant runs `params.workers` threads (the sequential ones ignore it).
     fn is_parallel(&self) -> bool {

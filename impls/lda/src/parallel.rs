@@ -33,6 +33,7 @@ use crate::problem::{
     Control, DeltaEncoding, InvariantRecord, IterationReport, LdaError, LdaOutput, LdaParams,
     LoglikPoint, WorkerStats,
 };
+use parbench_common::comm::Communicator;
 use parbench_common::Rng;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -174,7 +175,72 @@ pub(crate) fn partition_docs(corpus: &Corpus, workers: usize, seed: u64) -> Vec<
     shares
 }
 
-/// One worker's data and channels.
+/// How a worker reaches the master: channels between threads ([`ChannelWorkerLink`]) or
+/// point-to-point messages of a [`Communicator`] ([`crate::wire::CommWorkerLink`]).
+pub(crate) trait WorkerLink {
+    /// Sends a message; a failure means the master is gone, which the next receive reports.
+    fn send(&mut self, message: ToMaster);
+    /// Blocks for the master's next message.
+    fn receive(&mut self) -> Result<FromMaster, Disconnected>;
+    /// The master's next message if it has arrived.
+    fn try_receive(&mut self) -> Result<Option<FromMaster>, Disconnected>;
+}
+
+/// How the master reaches its workers (numbered `0..workers()`).
+pub(crate) trait MasterLink {
+    fn workers(&self) -> usize;
+    /// The next worker message; a worker's failure (or losing every worker) is an error.
+    fn receive(&mut self) -> Result<Incoming, LdaError>;
+    /// Sends `message` to `worker`; a worker that is gone has sent (or will be reported by) its
+    /// `Failed` message, which the next receive returns.
+    fn reply(&mut self, worker: usize, message: FromMaster);
+}
+
+pub(crate) struct ChannelWorkerLink {
+    to_master: Sender<ToMaster>,
+    from_master: Receiver<FromMaster>,
+}
+
+impl WorkerLink for ChannelWorkerLink {
+    fn send(&mut self, message: ToMaster) {
+        let _ = self.to_master.send(message);
+    }
+    fn receive(&mut self) -> Result<FromMaster, Disconnected> {
+        self.from_master.recv().map_err(|_| Disconnected)
+    }
+    fn try_receive(&mut self) -> Result<Option<FromMaster>, Disconnected> {
+        match self.from_master.try_recv() {
+            Ok(m) => Ok(Some(m)),
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Disconnected) => Err(Disconnected),
+        }
+    }
+}
+
+pub(crate) struct ChannelMasterLink {
+    from_workers: Receiver<ToMaster>,
+    replies: Vec<Sender<FromMaster>>,
+}
+
+impl MasterLink for ChannelMasterLink {
+    fn workers(&self) -> usize {
+        self.replies.len()
+    }
+    fn receive(&mut self) -> Result<Incoming, LdaError> {
+        match self.from_workers.recv() {
+            Ok(message) => Incoming::from_message(message),
+            Err(_) => Err(LdaError::WorkerFailed {
+                worker: usize::MAX,
+                reason: "every worker hung up before sending its final state".to_owned(),
+            }),
+        }
+    }
+    fn reply(&mut self, worker: usize, message: FromMaster) {
+        let _ = self.replies[worker].send(message);
+    }
+}
+
+/// One worker's data.
 pub(crate) struct Worker<'a> {
     pub id: usize,
     pub corpus: &'a Corpus,
@@ -185,13 +251,12 @@ pub(crate) struct Worker<'a> {
     pub tables: Tables,
     pub schedule: Schedule,
     pub encoding: DeltaEncoding,
-    pub to_master: Sender<ToMaster>,
-    pub from_master: Receiver<FromMaster>,
 }
 
 /// The mutable state of a running worker.
-struct Running<'a> {
+struct Running<'a, 'l> {
     w: Worker<'a>,
+    link: &'l mut dyn WorkerLink,
     kernel: Box<dyn KernelSweep>,
     rng: Rng,
     base: Option<Tables>,
@@ -206,23 +271,31 @@ struct Running<'a> {
 }
 
 /// Runs a worker, turning a panic into a `Failed` message so the master never waits forever.
-pub(crate) fn spawn_body(worker: Worker<'_>) {
+/// `Err` when the worker panicked (its reason) or lost the master.
+pub(crate) fn spawn_body(worker: Worker<'_>, link: &mut dyn WorkerLink) -> Result<(), String> {
     let id = worker.id;
-    let failure = worker.to_master.clone();
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| run_worker(worker))) {
-        let reason = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panicked".to_owned());
-        let _ = failure.send(ToMaster::Failed { worker: id, reason });
+    match catch_unwind(AssertUnwindSafe(|| run_worker(worker, &mut *link))) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(Disconnected)) => Err("the master is gone".to_owned()),
+        Err(panic) => {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panicked".to_owned());
+            link.send(ToMaster::Failed {
+                worker: id,
+                reason: reason.clone(),
+            });
+            Err(reason)
+        }
     }
 }
 
-/// The reply could not be received: the master is gone (it failed); stop quietly.
-struct Disconnected;
+/// The reply could not be received: the master is gone (it failed).
+pub(crate) struct Disconnected;
 
-fn run_worker(w: Worker<'_>) {
+fn run_worker(w: Worker<'_>, link: &mut dyn WorkerLink) -> Result<(), Disconnected> {
     let kernel = make_kernel(w.params.inner, &w.params, w.corpus.num_words(), &w.tables);
     let base = (w.encoding == DeltaEncoding::Dense).then(|| w.tables.clone());
     let log = (w.encoding == DeltaEncoding::Sparse).then(|| SparseLog {
@@ -243,11 +316,12 @@ fn run_worker(w: Worker<'_>) {
         spare: None,
         used_delta: None,
         w,
+        link,
     };
-    let _ = r.run();
+    r.run()
 }
 
-impl Running<'_> {
+impl Running<'_, '_> {
     fn run(&mut self) -> Result<(), Disconnected> {
         let share = self.w.docs.len() as u64;
         let total = share * self.w.params.iterations as u64;
@@ -268,16 +342,12 @@ impl Running<'_> {
             while self.docs_done < end {
                 self.sample_next_doc();
                 if outstanding {
-                    match self.w.from_master.try_recv() {
-                        Ok(reply) => {
-                            outstanding = false;
-                            if !self.apply(reply) {
-                                stopped = true;
-                                break;
-                            }
+                    if let Some(reply) = self.link.try_receive()? {
+                        outstanding = false;
+                        if !self.apply(reply) {
+                            stopped = true;
+                            break;
                         }
-                        Err(TryRecvError::Empty) => {}
-                        Err(TryRecvError::Disconnected) => return Err(Disconnected),
                     }
                 }
             }
@@ -311,7 +381,7 @@ impl Running<'_> {
             stats: self.stats.clone(),
             local_violations: std::mem::take(&mut self.local_violations),
         });
-        let _ = self.w.to_master.send(ToMaster::Final(update, fin));
+        self.link.send(ToMaster::Final(update, fin));
         Ok(())
     }
 
@@ -404,15 +474,14 @@ impl Running<'_> {
 
     fn send(&mut self, message: ToMaster) {
         let start = Instant::now();
-        // A send fails only when the master is gone; the next receive notices.
-        let _ = self.w.to_master.send(message);
+        self.link.send(message);
         self.stats.sending_seconds += start.elapsed().as_secs_f64();
     }
 
     /// Blocks for the master's reply and folds it in; `Ok(false)` on `Stop`.
     fn wait_and_apply(&mut self) -> Result<bool, Disconnected> {
         let start = Instant::now();
-        let reply = self.w.from_master.recv().map_err(|_| Disconnected)?;
+        let reply = self.link.receive()?;
         self.stats.waiting_seconds += start.elapsed().as_secs_f64();
         Ok(self.apply(reply))
     }
@@ -801,22 +870,44 @@ impl Progress {
     }
 }
 
-/// Sets up the initial state, the shares and the channels, runs the workers on scoped threads
-/// and `master` on the calling thread, and assembles the output.
+/// Where the master and the workers run.
+#[derive(Clone, Copy)]
+pub(crate) enum Transport<'c> {
+    /// Workers on scoped threads of this process, the master on the calling thread; messages
+    /// over channels.
+    Threads,
+    /// Every rank of `comm` calls in: the master on rank 0, worker `i` on rank `i + 1`;
+    /// messages are the communicator's point-to-point bytes ([`crate::wire`]).
+    Ranks(&'c dyn Communicator),
+}
+
+/// The master's part of a variant: its loop over worker messages.
+pub(crate) type MasterLoop<'f> = &'f dyn Fn(
+    &mut Master<'_>,
+    &mut dyn MasterLink,
+    &mut dyn FnMut(&IterationReport) -> Control,
+) -> Result<(), LdaError>;
+
+/// Sets up the initial state and the shares, runs the workers and `master` where `transport`
+/// says, and assembles the output (`None` on the ranks other than the master's).
 pub(crate) fn train_master_worker(
     corpus: &Corpus,
     params: &LdaParams,
     schedule_of: impl Fn(&[Vec<usize>]) -> Schedule,
     encoding: DeltaEncoding,
-    master: impl FnOnce(
-        &mut Master<'_>,
-        &Receiver<ToMaster>,
-        &[Sender<FromMaster>],
-        &mut dyn FnMut(&IterationReport) -> Control,
-    ) -> Result<(), LdaError>,
+    master: MasterLoop<'_>,
     progress: &mut dyn FnMut(&IterationReport) -> Control,
-) -> Result<LdaOutput, LdaError> {
+    transport: Transport<'_>,
+) -> Result<Option<LdaOutput>, LdaError> {
     params.validate()?;
+    if let Transport::Ranks(comm) = transport {
+        if comm.size() < 2 || comm.size() != params.workers + 1 {
+            return Err(LdaError::BadLaunch {
+                ranks: comm.size(),
+                workers: params.workers,
+            });
+        }
+    }
     let k = params.topics;
     let initial = LdaState::random(corpus, k, params.seed);
     let shares = partition_docs(corpus, params.workers, params.seed);
@@ -826,17 +917,13 @@ pub(crate) fn train_master_worker(
         word_topic: initial.word_topic.clone(),
         topic_totals: initial.topic_totals.clone(),
     };
-    let (to_master, from_workers) = channel();
-    let mut replies = Vec::new();
-    let mut workers = Vec::new();
-    for (id, share) in shares.iter().enumerate() {
-        let (reply, inbox) = channel();
-        replies.push(reply);
+    let worker = |id: usize| {
+        let share = &shares[id];
         let mut doc_topic = Vec::with_capacity(share.len() * k);
         for &d in share {
             doc_topic.extend_from_slice(&initial.doc_topic[d * k..(d + 1) * k]);
         }
-        workers.push(Worker {
+        Worker {
             id,
             corpus,
             params: params.clone(),
@@ -849,24 +936,69 @@ pub(crate) fn train_master_worker(
             tables: tables.clone(),
             schedule,
             encoding,
-            to_master: to_master.clone(),
-            from_master: inbox,
-        });
-    }
-    drop(to_master);
-    let mut state = Master::new(corpus, params, tables, shares, &initial, schedule);
-    drop(initial);
-    let outcome = std::thread::scope(|scope| {
-        for worker in workers {
-            scope.spawn(move || spawn_body(worker));
         }
-        // `replies` moves into this call and is dropped when it returns, so workers still
-        // waiting after a failure see a closed channel and exit.
-        let replies = replies;
-        master(&mut state, &from_workers, &replies, progress)
-    });
-    outcome?;
-    state.finish()
+    };
+    match transport {
+        Transport::Threads => {
+            let (to_master, from_workers) = channel();
+            let mut replies = Vec::new();
+            let mut workers = Vec::new();
+            for id in 0..params.workers {
+                let (reply, from_master) = channel();
+                replies.push(reply);
+                let link = ChannelWorkerLink {
+                    to_master: to_master.clone(),
+                    from_master,
+                };
+                workers.push((worker(id), link));
+            }
+            drop(to_master);
+            let mut state = Master::new(corpus, params, tables, shares, &initial, schedule);
+            drop(initial);
+            let outcome = std::thread::scope(|scope| {
+                for (worker, mut link) in workers {
+                    scope.spawn(move || spawn_body(worker, &mut link));
+                }
+                // The link moves into this scope and is dropped when the master returns, so
+                // workers still waiting after a failure see a closed channel and exit.
+                let mut link = ChannelMasterLink {
+                    from_workers,
+                    replies,
+                };
+                master(&mut state, &mut link, progress)
+            });
+            outcome?;
+            state.finish().map(Some)
+        }
+        Transport::Ranks(comm) => {
+            let rank = comm.rank();
+            let ready = |e: crate::wire::CommError| LdaError::WorkerFailed {
+                worker: rank.wrapping_sub(1),
+                reason: format!("could not start: {e}"),
+            };
+            if rank == 0 {
+                let mut state = Master::new(corpus, params, tables, shares, &initial, schedule);
+                drop(initial);
+                // The clock starts when every rank has its corpus and initial state.
+                comm.barrier().map_err(ready)?;
+                state.progress.start = Instant::now();
+                let mut link = crate::wire::CommMasterLink::new(comm);
+                master(&mut state, &mut link, progress)?;
+                state.finish().map(Some)
+            } else {
+                let worker = worker(rank - 1);
+                drop(initial);
+                comm.barrier().map_err(ready)?;
+                let mut link = crate::wire::CommWorkerLink::new(comm, rank - 1);
+                spawn_body(worker, &mut link)
+                    .map_err(|reason| LdaError::WorkerFailed {
+                        worker: rank - 1,
+                        reason,
+                    })
+                    .map(|()| None)
+            }
+        }
+    }
 }
 
 /// A worker message that is not a failure.
@@ -875,16 +1007,14 @@ pub(crate) enum Incoming {
     Final(Update, Box<WorkerFinal>),
 }
 
-/// The next worker message; a `Failed` message (or a closed channel) becomes an error.
-pub(crate) fn receive(from_workers: &Receiver<ToMaster>) -> Result<Incoming, LdaError> {
-    match from_workers.recv() {
-        Ok(ToMaster::Failed { worker, reason }) => Err(LdaError::WorkerFailed { worker, reason }),
-        Ok(ToMaster::Checkpoint(update)) => Ok(Incoming::Checkpoint(update)),
-        Ok(ToMaster::Final(update, fin)) => Ok(Incoming::Final(update, fin)),
-        Err(_) => Err(LdaError::WorkerFailed {
-            worker: usize::MAX,
-            reason: "every worker hung up before sending its final state".to_owned(),
-        }),
+impl Incoming {
+    /// A `Failed` message becomes the worker's error.
+    pub(crate) fn from_message(message: ToMaster) -> Result<Incoming, LdaError> {
+        match message {
+            ToMaster::Failed { worker, reason } => Err(LdaError::WorkerFailed { worker, reason }),
+            ToMaster::Checkpoint(update) => Ok(Incoming::Checkpoint(update)),
+            ToMaster::Final(update, fin) => Ok(Incoming::Final(update, fin)),
+        }
     }
 }
 

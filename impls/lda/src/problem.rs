@@ -36,6 +36,12 @@ pub enum LdaError {
     NoSuchToken { doc: usize, position: usize },
     #[error("invalid synthetic corpus specification: {0}")]
     BadSpec(String),
+    #[error(
+        "{variant} does not run across ranks: only the master-worker variants sync and async do"
+    )]
+    NotMasterWorker { variant: &'static str },
+    #[error("a master and {workers} workers need {} ranks, the job has {ranks} (run mpirun -np P+1 for P workers, at least 2)", workers + 1)]
+    BadLaunch { ranks: usize, workers: usize },
     #[error("worker {worker} failed: {reason}")]
     WorkerFailed { worker: usize, reason: String },
     #[error(transparent)]

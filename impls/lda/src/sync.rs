@@ -20,13 +20,101 @@
 //! streams, stale counts between checkpoints).
 
 use crate::corpus::Corpus;
-use crate::parallel::{receive, train_master_worker, Incoming, Schedule, Update};
+use crate::parallel::{
+    train_master_worker, Incoming, Master, MasterLink, Schedule, Transport, Update,
+};
 use crate::problem::{Control, DeltaEncoding, IterationReport, LdaError, LdaOutput, LdaParams};
 use crate::LdaSampler;
+use parbench_common::comm::Communicator;
 
 /// AD-LDA with a barrier at every checkpoint.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sync;
+
+impl Sync {
+    fn run(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+        transport: Transport<'_>,
+    ) -> Result<Option<LdaOutput>, LdaError> {
+        let iterations = params.iterations as u64;
+        let checkpoint = params.checkpoint_docs.max(1) as u64;
+        let rounds_of = |shares: &[Vec<usize>]| {
+            let largest = shares.iter().map(Vec::len).max().unwrap_or(0) as u64;
+            Schedule::Rounds((largest * iterations).div_ceil(checkpoint))
+        };
+        train_master_worker(
+            corpus,
+            params,
+            rounds_of,
+            DeltaEncoding::Dense,
+            &master_loop,
+            progress,
+            transport,
+        )
+    }
+}
+
+/// Every round: all `p` deltas, merged in worker order, then a reply to each.
+fn master_loop(
+    master: &mut Master<'_>,
+    link: &mut dyn MasterLink,
+    callback: &mut dyn FnMut(&IterationReport) -> Control,
+) -> Result<(), LdaError> {
+    let p = link.workers();
+    let Schedule::Rounds(rounds) = master.schedule else {
+        unreachable!("sync schedules rounds")
+    };
+    for _ in 0..rounds {
+        let mut updates: Vec<Update> = Vec::with_capacity(p);
+        for _ in 0..p {
+            match link.receive()? {
+                Incoming::Checkpoint(update) => updates.push(update),
+                Incoming::Final(update, _) => {
+                    return Err(LdaError::WorkerFailed {
+                        worker: update.worker,
+                        reason: "finished before the last round".to_owned(),
+                    })
+                }
+            }
+        }
+        // Workers report in any order; merges and replies go by worker id.
+        updates.sort_by_key(|u| u.worker);
+        for update in &mut updates {
+            master.apply(update);
+        }
+        master.merged();
+        for update in &updates {
+            master.record_progress(update, callback);
+        }
+        for update in updates {
+            let worker = update.worker;
+            let reply = master.reply(update);
+            link.reply(worker, reply);
+        }
+        if master.stopped {
+            break;
+        }
+    }
+    for _ in 0..p {
+        match link.receive()? {
+            Incoming::Final(mut update, fin) => {
+                master.apply(&mut update);
+                master.record_progress(&update, callback);
+                master.finals[update.worker] = Some(fin);
+            }
+            Incoming::Checkpoint(update) => {
+                return Err(LdaError::WorkerFailed {
+                    worker: update.worker,
+                    reason: "sent a checkpoint after the last round".to_owned(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
 
 impl LdaSampler for Sync {
     fn name(&self) -> &'static str {
@@ -39,71 +127,18 @@ impl LdaSampler for Sync {
         params: &LdaParams,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError> {
-        let iterations = params.iterations as u64;
-        let checkpoint = params.checkpoint_docs.max(1) as u64;
-        let rounds_of = |shares: &[Vec<usize>]| {
-            let largest = shares.iter().map(Vec::len).max().unwrap_or(0) as u64;
-            Schedule::Rounds((largest * iterations).div_ceil(checkpoint))
-        };
-        train_master_worker(
-            corpus,
-            params,
-            rounds_of,
-            DeltaEncoding::Dense,
-            |master, from_workers, replies, callback| {
-                let p = replies.len();
-                let Schedule::Rounds(rounds) = master.schedule else {
-                    unreachable!("sync schedules rounds")
-                };
-                for _ in 0..rounds {
-                    let mut updates: Vec<Update> = Vec::with_capacity(p);
-                    for _ in 0..p {
-                        match receive(from_workers)? {
-                            Incoming::Checkpoint(update) => updates.push(update),
-                            Incoming::Final(update, _) => {
-                                return Err(LdaError::WorkerFailed {
-                                    worker: update.worker,
-                                    reason: "finished before the last round".to_owned(),
-                                })
-                            }
-                        }
-                    }
-                    // Workers report in any order; replies go out by worker id.
-                    updates.sort_by_key(|u| u.worker);
-                    for update in &mut updates {
-                        master.apply(update);
-                    }
-                    master.merged();
-                    for update in &updates {
-                        master.record_progress(update, callback);
-                    }
-                    for (reply, update) in replies.iter().zip(updates) {
-                        // A closed inbox means that worker failed; its Failed message follows.
-                        let _ = reply.send(master.reply(update));
-                    }
-                    if master.stopped {
-                        break;
-                    }
-                }
-                for _ in 0..p {
-                    match receive(from_workers)? {
-                        Incoming::Final(mut update, fin) => {
-                            master.apply(&mut update);
-                            master.record_progress(&update, callback);
-                            master.finals[update.worker] = Some(fin);
-                        }
-                        Incoming::Checkpoint(update) => {
-                            return Err(LdaError::WorkerFailed {
-                                worker: update.worker,
-                                reason: "sent a checkpoint after the last round".to_owned(),
-                            })
-                        }
-                    }
-                }
-                Ok(())
-            },
-            progress,
-        )
+        self.run(corpus, params, progress, Transport::Threads)
+            .map(|out| out.expect("the threads transport runs the master here"))
+    }
+
+    fn train_on_ranks(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        comm: &dyn Communicator,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<Option<LdaOutput>, LdaError> {
+        self.run(corpus, params, progress, Transport::Ranks(comm))
     }
 
     fn is_parallel(&self) -> bool {

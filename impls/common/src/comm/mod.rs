@@ -200,6 +200,19 @@ pub trait Communicator {
     ) -> Result<Vec<u32>, CommError>;
     /// Collective: returns once every rank has entered it.
     fn barrier(&self) -> Result<(), CommError>;
+    /// Sends `bytes` to rank `dest` as one point-to-point message, for protocols that are not
+    /// collectives (LDA's master and workers). Messages from one rank to another arrive in the
+    /// order sent, as in MPI, and never match a collective's. Not counted in [`CommStats`]: the
+    /// protocols that use them keep their own byte counts.
+    fn send_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError>;
+    /// Blocks for the next message of [`Communicator::send_bytes`] from `source` (from any rank
+    /// when `None`); returns its sender and bytes.
+    fn receive_bytes(&self, source: Option<usize>) -> Result<(usize, Vec<u8>), CommError>;
+    /// [`Communicator::receive_bytes`] without blocking: `None` when no such message is there.
+    fn try_receive_bytes(
+        &self,
+        source: Option<usize>,
+    ) -> Result<Option<(usize, Vec<u8>)>, CommError>;
     /// What this rank has communicated so far, over all communicators split from the same world.
     fn stats(&self) -> CommStats;
 
@@ -268,6 +281,17 @@ pub(crate) mod check {
             return Err(CommError::Usage {
                 call: "reduce-scatter",
                 message: format!("buffer of {sent} values, counts sum to {total}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// A point-to-point message to or from `peer`.
+    pub fn peer(call: &'static str, peer: usize, size: usize) -> Result<(), CommError> {
+        if peer >= size {
+            return Err(CommError::Usage {
+                call,
+                message: format!("rank {peer} in a communicator of {size} ranks"),
             });
         }
         Ok(())

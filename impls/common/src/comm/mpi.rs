@@ -23,6 +23,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
+/// The tag of the collectives' send-receive pairs.
+const SHIFT_TAG: i32 = 0;
+/// The tag of [`Communicator::send_bytes`] messages, so they never match a shift's receive.
+const POINT_TO_POINT_TAG: i32 = 1;
+
 /// One rank's view of one MPI communicator.
 pub struct MpiComm {
     comm: SimpleCommunicator,
@@ -133,8 +138,11 @@ impl MpiComm {
                 let sent = self
                     .comm
                     .process_at_rank(dest as i32)
-                    .immediate_send(scope, send);
-                let (got, _) = self.comm.process_at_rank(source as i32).receive_vec::<T>();
+                    .immediate_send_with_tag(scope, send, SHIFT_TAG);
+                let (got, _) = self
+                    .comm
+                    .process_at_rank(source as i32)
+                    .receive_vec_with_tag::<T>(SHIFT_TAG);
                 sent.wait();
                 got
             })
@@ -286,6 +294,55 @@ impl Communicator for MpiComm {
     fn barrier(&self) -> Result<(), CommError> {
         self.comm.barrier();
         Ok(())
+    }
+
+    fn send_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError> {
+        check::peer("send", dest, self.size())?;
+        self.comm
+            .process_at_rank(dest as i32)
+            .send_with_tag(bytes, POINT_TO_POINT_TAG);
+        Ok(())
+    }
+
+    fn receive_bytes(&self, source: Option<usize>) -> Result<(usize, Vec<u8>), CommError> {
+        let probed = match source {
+            Some(s) => {
+                check::peer("receive", s, self.size())?;
+                self.comm
+                    .process_at_rank(s as i32)
+                    .matched_probe_with_tag(POINT_TO_POINT_TAG)
+            }
+            None => self
+                .comm
+                .any_process()
+                .matched_probe_with_tag(POINT_TO_POINT_TAG),
+        };
+        let source = probed.1.source_rank() as usize;
+        let (bytes, _) = probed.matched_receive_vec::<u8>();
+        Ok((source, bytes))
+    }
+
+    fn try_receive_bytes(
+        &self,
+        source: Option<usize>,
+    ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
+        let probed = match source {
+            Some(s) => {
+                check::peer("receive", s, self.size())?;
+                self.comm
+                    .process_at_rank(s as i32)
+                    .immediate_matched_probe_with_tag(POINT_TO_POINT_TAG)
+            }
+            None => self
+                .comm
+                .any_process()
+                .immediate_matched_probe_with_tag(POINT_TO_POINT_TAG),
+        };
+        Ok(probed.map(|probed| {
+            let source = probed.1.source_rank() as usize;
+            let (bytes, _) = probed.matched_receive_vec::<u8>();
+            (source, bytes)
+        }))
     }
 
     fn stats(&self) -> CommStats {

@@ -18,13 +18,15 @@ use std::collections::HashSet;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
 enum Payload {
     F64(Vec<f64>),
     U32(Vec<u32>),
     Usize(Vec<usize>),
+    /// A point-to-point message ([`Communicator::send_bytes`]).
+    Bytes(Vec<u8>),
     /// The sender failed.
     Abort,
     /// The sender finished and will send nothing more.
@@ -78,6 +80,21 @@ impl Word for usize {
         }
     }
 }
+
+impl Word for u8 {
+    fn wrap(v: Vec<u8>) -> Payload {
+        Payload::Bytes(v)
+    }
+    fn unwrap(p: Payload) -> Option<Vec<u8>> {
+        match p {
+            Payload::Bytes(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// The `seq` of point-to-point messages: no collective call reaches it, so they never match one.
+const POINT_TO_POINT: u64 = u64::MAX;
 
 /// What one world rank owns: its inbox, the senders to every inbox, messages that arrived before
 /// they were asked for, and its counters. Shared (single-threaded) by the rank's communicators.
@@ -195,6 +212,76 @@ impl ThreadComm {
                 .record_receive(phase, data.len());
         }
         Ok(data)
+    }
+
+    /// The first point-to-point message from `source` (any member when `None`) that arrived,
+    /// parked or in the inbox; without `block`, `None` when there is none yet.
+    fn take_message(
+        &self,
+        source: Option<usize>,
+        block: bool,
+    ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
+        let world_src = source.map(|s| self.members[s]);
+        let matches = |e: &Envelope| {
+            e.ctx == self.ctx
+                && e.seq == POINT_TO_POINT
+                && world_src.is_none_or(|w| e.src == w)
+                && self.members.contains(&e.src)
+        };
+        let found = {
+            let mut parked = self.core.parked.borrow_mut();
+            // `remove`, not `swap_remove`: messages from one sender keep their order.
+            parked.iter().position(matches).map(|k| parked.remove(k))
+        };
+        let env = match found {
+            Some(e) => e,
+            None => loop {
+                let exited = {
+                    let finished = self.core.finished.borrow();
+                    match world_src {
+                        Some(w) => finished.contains(&w),
+                        None => self
+                            .members
+                            .iter()
+                            .all(|m| *m == self.core.world_rank || finished.contains(m)),
+                    }
+                };
+                let gone = CommError::PeerExited {
+                    rank: world_src.unwrap_or(usize::MAX),
+                    waiting: self.core.world_rank,
+                };
+                if exited {
+                    return Err(gone);
+                }
+                let e = if block {
+                    self.core.inbox.recv().map_err(|_| gone)?
+                } else {
+                    match self.core.inbox.try_recv() {
+                        Ok(e) => e,
+                        Err(TryRecvError::Empty) => return Ok(None),
+                        Err(TryRecvError::Disconnected) => return Err(gone),
+                    }
+                };
+                match e.payload {
+                    Payload::Abort => return Err(CommError::PeerFailed { rank: e.src }),
+                    Payload::Done => {
+                        self.core.finished.borrow_mut().insert(e.src);
+                    }
+                    _ if matches(&e) => break e,
+                    _ => self.core.parked.borrow_mut().push(e),
+                }
+            },
+        };
+        let sender = self
+            .members
+            .iter()
+            .position(|&m| m == env.src)
+            .unwrap_or(usize::MAX);
+        let bytes = u8::unwrap(env.payload).ok_or(CommError::Usage {
+            call: "receive",
+            message: "a point-to-point message that is not bytes".into(),
+        })?;
+        Ok(Some((sender, bytes)))
     }
 
     fn timed<R>(&self, phase: Phase, f: impl FnOnce() -> R) -> R {
@@ -441,6 +528,32 @@ impl Communicator for ThreadComm {
             round += 1;
         }
         Ok(())
+    }
+
+    fn send_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError> {
+        check::peer("send", dest, self.size())?;
+        self.post(None, dest, POINT_TO_POINT, 0, bytes.to_vec())
+    }
+
+    fn receive_bytes(&self, source: Option<usize>) -> Result<(usize, Vec<u8>), CommError> {
+        if let Some(s) = source {
+            check::peer("receive", s, self.size())?;
+        }
+        self.take_message(source, true)?
+            .ok_or(CommError::PeerExited {
+                rank: source.unwrap_or(usize::MAX),
+                waiting: self.core.world_rank,
+            })
+    }
+
+    fn try_receive_bytes(
+        &self,
+        source: Option<usize>,
+    ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
+        if let Some(s) = source {
+            check::peer("receive", s, self.size())?;
+        }
+        self.take_message(source, false)
     }
 
     fn stats(&self) -> CommStats {
