@@ -408,6 +408,7 @@ mod tests {
                 rel_tol: 1e-9,
             }),
             figures: Vec::new(),
+            launcher: None,
             claims: Vec::new(),
         }
     }

@@ -42,6 +42,27 @@ pub struct ExperimentConfig {
     pub figures: Vec<FigureConfig>,
     #[serde(default)]
     pub claims: Vec<ClaimConfig>,
+    /// How the points whose `backend` is `mpi` start their processes; required when any is.
+    #[serde(default)]
+    pub launcher: Option<LauncherConfig>,
+}
+
+/// The MPI launcher: for every variant of an MPI point the harness runs
+/// `command args... -np P parbench launched ...` (P from the family: the ranks, or LDA's
+/// workers + 1) and reads the measurements rank 0 prints.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LauncherConfig {
+    /// The program that starts an MPI job (`mpirun`, `srun`, a wrapper script).
+    #[serde(default = "default_launcher_command")]
+    pub command: String,
+    /// Arguments given before `-np P` (`--oversubscribe` to run more ranks than cores).
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+fn default_launcher_command() -> String {
+    "mpirun".to_string()
 }
 
 fn default_repetitions() -> usize {

@@ -232,8 +232,17 @@ fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Res
         )?,
         None => Problem::new(s, a, b)?,
     };
-    let run = run_kernel(backend, &*alg, &problem, (kernel, strategy), p, c)
-        .with_context(|| format!("running {} {} on {p} ranks", args.algorithm, args.kernel))?;
+    let run = crate::families::fusedmm::run_on_backend(
+        backend,
+        &*alg,
+        &problem,
+        kernel,
+        strategy,
+        p,
+        c,
+        Par::Seq,
+    )
+    .with_context(|| format!("running {} {} on {p} ranks", args.algorithm, args.kernel))?;
     // Under MPI only rank 0 holds the assembled result; the other ranks are done.
     let Some(run) = run else {
         return Ok(());
@@ -285,40 +294,6 @@ fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Res
         print_summary(&summary, read_s, write_s);
     }
     Ok(())
-}
-
-/// Runs the kernel on the backend's ranks: the assembled run, or `None` on MPI ranks other
-/// than 0.
-fn run_kernel(
-    backend: &Backend,
-    alg: &dyn fusedmm::DistAlgorithm,
-    problem: &Problem,
-    (kernel, strategy): (Kernel, Strategy),
-    p: usize,
-    c: usize,
-) -> Result<Option<fusedmm::DistRun>> {
-    #[cfg(feature = "mpi")]
-    if let Some(world) = backend.world() {
-        return Ok(fusedmm::run_mpi(
-            alg,
-            problem,
-            kernel,
-            strategy,
-            c,
-            Par::Seq,
-            world,
-        )?);
-    }
-    let _ = backend;
-    Ok(Some(fusedmm::run_in_process(
-        alg,
-        problem,
-        kernel,
-        strategy,
-        p,
-        c,
-        Par::Seq,
-    )?))
 }
 
 /// Adds the list of working values to a grid error (the error itself already names them).

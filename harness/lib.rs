@@ -11,6 +11,7 @@ pub mod config;
 pub mod datadir;
 pub mod families;
 pub mod fusedmm_cmd;
+pub mod launch;
 pub mod lda_cmd;
 pub mod machine;
 pub mod model;

@@ -117,6 +117,23 @@ enum Command {
     /// word2vec on your corpus: train, evaluate, nearest neighbours.
     #[command(subcommand)]
     W2v(w2v_cmd::W2vCommand),
+    /// (internal) One point of an experiment on every process of an MPI job; the harness starts
+    /// it through the experiment's `launcher` for `backend: mpi` points.
+    #[command(hide = true)]
+    Launched {
+        /// The run directory's copy of the experiment file.
+        experiment: PathBuf,
+        #[arg(long)]
+        quick: bool,
+        /// Index of the point in the expanded sweep.
+        #[arg(long)]
+        point: usize,
+        #[arg(long)]
+        variant: String,
+        /// Runs to make (warm-ups first); rank 0 prints one measurement line per run.
+        #[arg(long)]
+        runs: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -238,6 +255,23 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             w2v_cmd::run(&cmd, data_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Launched {
+            experiment,
+            quick,
+            point,
+            variant,
+            runs,
+        } => {
+            parbench::launch::launched(&parbench::launch::LaunchedArgs {
+                experiment,
+                quick,
+                point,
+                variant,
+                runs,
+                data_dir,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -293,7 +327,22 @@ fn reproduce(
                 continue;
             }
         }
-        plans.push(plan::build(&file, quick, data_dir)?);
+        let plan = plan::build(&file, quick, data_dir)?;
+        let unavailable = plan.config.launcher.as_ref().and_then(|l| {
+            plan.points
+                .iter()
+                .any(plan::is_mpi_point)
+                .then(|| parbench::launch::unavailable(l))
+                .flatten()
+        });
+        if let Some(why) = unavailable {
+            eprintln!(
+                "skipping {}: it runs points across MPI processes, and {why}",
+                plan.config.name
+            );
+            continue;
+        }
+        plans.push(plan);
     }
     if plans.is_empty() {
         bail!("no experiment matched under {}", experiments.display());

@@ -135,4 +135,29 @@ pub trait Family: Send + Sync {
         point: &Params,
         threads: usize,
     ) -> anyhow::Result<Measurement>;
+    /// How many MPI processes a `backend: mpi` point needs (the experiment's launcher starts
+    /// that many); families without variants that run across processes refuse.
+    fn processes(&self, point: &Params, threads: usize) -> anyhow::Result<usize> {
+        let _ = (point, threads);
+        anyhow::bail!(
+            "the {} family has no variant that runs across MPI processes",
+            self.name()
+        )
+    }
+    /// Runs `variant` once across the processes of the MPI job `comm` (every rank calls this
+    /// with the same point); rank 0 returns the measurement, the others `None`.
+    fn run_on_ranks(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Params,
+        threads: usize,
+        backend: &crate::backend::Backend,
+    ) -> anyhow::Result<Option<Measurement>> {
+        let _ = (variant, input, point, threads, backend);
+        anyhow::bail!(
+            "the {} family has no variant that runs across MPI processes",
+            self.name()
+        )
+    }
 }

@@ -56,6 +56,15 @@ impl Plan {
     }
 }
 
+/// Parameters the runner itself understands, valid in every experiment: `threads`, and
+/// `backend` (`local`, the default: in this process; `mpi`: under the experiment's launcher).
+pub const RUNNER_PARAMS: [&str; 2] = ["threads", "backend"];
+
+/// Whether a point runs under the experiment's MPI launcher (`backend: mpi`).
+pub fn is_mpi_point(point: &Params) -> bool {
+    point.get("backend").and_then(Value::as_str) == Some("mpi")
+}
+
 /// The `threads` of a point (1 when absent or not a positive integer; plans always set it).
 pub fn threads_of(point: &Params) -> usize {
     point
@@ -154,6 +163,7 @@ pub fn build_from_str(
         text: yaml_text,
         quick,
         quick_cfg: base.quick.as_ref(),
+        has_launcher: config.launcher.is_some(),
         problems: Vec::new(),
     };
     v.check(&config, family.as_deref());
@@ -247,6 +257,8 @@ struct Validator<'a> {
     text: &'a str,
     quick: bool,
     quick_cfg: Option<&'a config::QuickConfig>,
+    /// The experiment has a `launcher` (so `backend: mpi` points can run).
+    has_launcher: bool,
     problems: Vec<Problem>,
 }
 
@@ -327,7 +339,8 @@ impl<'a> Validator<'a> {
         }
 
         let param_names: Option<Vec<&str>> = specs.as_ref().map(|s| {
-            std::iter::once("threads")
+            RUNNER_PARAMS
+                .into_iter()
                 .chain(s.iter().map(|p| p.name))
                 .collect()
         });
@@ -502,9 +515,38 @@ impl<'a> Validator<'a> {
             }
             return;
         }
+        if key == "backend" {
+            for v in values {
+                let mpi = v.as_str() == Some("mpi");
+                if !(mpi || v.as_str() == Some("local")) {
+                    let at = self.at_token(path, &v.to_string());
+                    self.push(
+                        at,
+                        format!("`backend` must be `local` or `mpi`, got {v}"),
+                        Some(
+                            "local runs in this process; mpi under the experiment's `launcher`"
+                                .to_string(),
+                        ),
+                    );
+                } else if mpi && !self.has_launcher {
+                    let at = self.at_token(path, "mpi");
+                    self.push(
+                        at,
+                        "`backend: mpi` needs a `launcher` entry saying how to start the processes"
+                            .to_string(),
+                        Some(
+                            "add `launcher: {command: mpirun, args: [--oversubscribe]}`"
+                                .to_string(),
+                        ),
+                    );
+                }
+            }
+            return;
+        }
         let Some(specs) = specs else { return };
         let Some(spec) = specs.iter().find(|s| s.name == key) else {
-            let names: Vec<&str> = std::iter::once("threads")
+            let names: Vec<&str> = RUNNER_PARAMS
+                .into_iter()
                 .chain(specs.iter().map(|s| s.name))
                 .collect();
             let at = self.at(path);

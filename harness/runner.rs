@@ -150,10 +150,19 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
             index + 1,
             plan.points.len()
         ));
-        let input = plan
-            .family
-            .prepare(point, plan.dataset.as_deref(), cfg.data.seed)
-            .with_context(|| format!("preparing the input of point {} ({label})", index + 1))?;
+        // An MPI point's processes prepare their own input.
+        let mpi = crate::plan::is_mpi_point(point);
+        let input = if mpi {
+            None
+        } else {
+            Some(
+                plan.family
+                    .prepare(point, plan.dataset.as_deref(), cfg.data.seed)
+                    .with_context(|| {
+                        format!("preparing the input of point {} ({label})", index + 1)
+                    })?,
+            )
+        };
         let threads = threads_of(point);
         let mut reference: Option<Vec<f64>> = None;
         for variant in &order {
@@ -162,12 +171,22 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
                 index + 1,
                 plan.points.len()
             ));
-            let run_once = || -> Result<Measurement> {
-                plan.family
-                    .run(variant, &input, point, threads)
-                    .with_context(|| {
-                        format!("running variant {variant} at point {} ({label})", index + 1)
-                    })
+            let context = || format!("running variant {variant} at point {} ({label})", index + 1);
+            // Under MPI one launch makes every run of the variant (warm-ups first).
+            let mut launched = match &input {
+                None => crate::launch::run_point(plan, run_dir, index, variant, cfg.warmup + reps)
+                    .with_context(context)?,
+                Some(_) => Vec::new(),
+            }
+            .into_iter();
+            let mut run_once = || -> Result<Measurement> {
+                match &input {
+                    Some(input) => plan
+                        .family
+                        .run(variant, input, point, threads)
+                        .with_context(context),
+                    None => launched.next().context("internal: too few launched runs"),
+                }
             };
             for _ in 0..cfg.warmup {
                 run_once()?;

@@ -26,6 +26,7 @@
 //! the model states); `replication: 0` runs it once per valid `c`.
 
 use super::params::{get_str, get_usize};
+use crate::backend::Backend;
 use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
 use anyhow::{anyhow, bail, Context, Result};
 use fusedmm::comm::{CommStats, Phase};
@@ -506,6 +507,65 @@ impl Family for FusedmmFamily {
         point: &Params,
         threads: usize,
     ) -> Result<Measurement> {
+        self.measure(variant, input, point, threads, &Backend::Local)?
+            .context("internal: the local backend returned no measurement")
+    }
+
+    fn processes(&self, point: &Params, _threads: usize) -> Result<usize> {
+        get_usize(point, "ranks", 4)
+    }
+
+    fn run_on_ranks(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Params,
+        threads: usize,
+        backend: &Backend,
+    ) -> Result<Option<Measurement>> {
+        self.measure(variant, input, point, threads, backend)
+    }
+}
+
+/// Runs `alg` at `(p, c)` on the backend's ranks (in-process threads, or the MPI job's
+/// processes, which must number `p`): the assembled run, or `None` on MPI ranks other than 0.
+#[allow(clippy::too_many_arguments)]
+pub fn run_on_backend(
+    backend: &Backend,
+    alg: &dyn DistAlgorithm,
+    problem: &Problem,
+    kernel: Kernel,
+    strategy: Strategy,
+    p: usize,
+    c: usize,
+    par: Par,
+) -> Result<Option<DistRun>> {
+    if let Some(size) = backend.job_size() {
+        if size != p {
+            bail!("the point asks for {p} ranks, the MPI job has {size} processes");
+        }
+        #[cfg(feature = "mpi")]
+        if let Some(world) = backend.world() {
+            return Ok(fusedmm::run_mpi(
+                alg, problem, kernel, strategy, c, par, world,
+            )?);
+        }
+    }
+    Ok(Some(run_in_process(
+        alg, problem, kernel, strategy, p, c, par,
+    )?))
+}
+
+impl FusedmmFamily {
+    /// One run of `variant` on the backend; `None` on MPI ranks other than 0.
+    fn measure(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Params,
+        threads: usize,
+        backend: &Backend,
+    ) -> Result<Option<Measurement>> {
         let problem = input
             .downcast_ref::<Problem>()
             .ok_or_else(|| anyhow!("internal: the prepared input is not a FusedMM problem"))?;
@@ -519,6 +579,10 @@ impl Family for FusedmmFamily {
             flops(kernel, problem.nnz(), problem.r()),
         );
         if variant == LOCAL || variant == LOCAL_UNFUSED {
+            // One process's kernel: under MPI rank 0 runs it and the others wait.
+            if !backend.is_root() {
+                return Ok(None);
+            }
             let (out, wall) = timed_local_kernel(problem, kernel, variant == LOCAL, par)?;
             metrics.insert("gflop_per_s".to_string(), gflops(kernel, problem, wall));
             // Nothing sent and nothing predicted: every agreement metric (`*_over_model`,
@@ -541,12 +605,12 @@ impl Family for FusedmmFamily {
             metrics.insert("messages_over_model".to_string(), 1.0);
             metrics.insert("model_exact".to_string(), 1.0);
             metrics.insert("best_c_observed_over_model".to_string(), 1.0);
-            return Ok(Measurement {
+            return Ok(Some(Measurement {
                 wall_time_s: wall,
                 phases_s: BTreeMap::from([("compute".to_string(), wall)]),
                 metrics,
                 output: flatten(&out),
-            });
+            }));
         }
         let (alg, strategy) =
             parse_variant(variant).ok_or_else(|| anyhow!("unknown fusedmm variant {variant}"))?;
@@ -564,7 +628,9 @@ impl Family for FusedmmFamily {
             }
             let mut best: Option<(usize, DistRun)> = None;
             for c in candidates {
-                let run = run_in_process(&*alg, problem, kernel, strategy, p, c, par)?;
+                let run = run_on_backend(backend, &*alg, problem, kernel, strategy, p, c, par)?;
+                // MPI ranks other than 0 take part in every run and keep nothing.
+                let Some(run) = run else { continue };
                 let words = run.max_over_ranks(|s| s.total().words_sent);
                 if best
                     .as_ref()
@@ -573,10 +639,15 @@ impl Family for FusedmmFamily {
                     best = Some((c, run));
                 }
             }
-            let (c, run) = best.ok_or_else(|| anyhow!("internal: no run for the best c"))?;
+            let Some((c, run)) = best else {
+                return Ok(None);
+            };
             (c, run, true)
         } else {
-            let run = run_in_process(&*alg, problem, kernel, strategy, p, c, par)?;
+            let Some(run) = run_on_backend(backend, &*alg, problem, kernel, strategy, p, c, par)?
+            else {
+                return Ok(None);
+            };
             (c, run, false)
         };
         let summary = summarize(&*alg, strategy, kernel, problem, p, c, &run);
@@ -644,12 +715,12 @@ impl Family for FusedmmFamily {
         let compute_mean =
             run.compute_seconds.iter().sum::<f64>() / run.compute_seconds.len().max(1) as f64;
         phases_s.insert("compute".to_string(), compute_mean);
-        Ok(Measurement {
+        Ok(Some(Measurement {
             wall_time_s: run.wall_seconds,
             phases_s,
             metrics,
             output: flatten(&run.output),
-        })
+        }))
     }
 }
 

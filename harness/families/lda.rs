@@ -20,6 +20,9 @@
 //!   the timed run and is the `output`, but stochastic variants never agree numerically, so
 //!   experiments compare `metric_final_loglik` with ratio claims instead of an equivalence rule.
 //!
+//! - Under `backend: mpi` (the experiment's launcher) `sync` and `async` run with the master on
+//!   rank 0 and `threads` workers on ranks 1.., one process each; every process reads the corpus.
+//!
 //! Cost of `prepare`: one pass over the file (UCI: O(NNZ + tokens); text: two streaming passes);
 //! `run`: O(iterations x tokens x K) for the standard sampler, about O(iterations x tokens x
 //! nonzero topics) for `sparse`.
@@ -248,6 +251,32 @@ impl Family for LdaFamily {
         let params = sampler_params(point, corpus, threads)?;
         let out = sampler.train(corpus, &params, &mut |_| Control::Continue)?;
         Ok(measurement(corpus, &params, &out))
+    }
+
+    /// The master and one process per worker.
+    fn processes(&self, _point: &Params, threads: usize) -> Result<usize> {
+        Ok(threads + 1)
+    }
+
+    fn run_on_ranks(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Params,
+        threads: usize,
+        backend: &crate::backend::Backend,
+    ) -> Result<Option<Measurement>> {
+        let corpus = input
+            .downcast_ref::<Corpus>()
+            .ok_or_else(|| anyhow!("internal: the prepared input is not an LDA corpus"))?;
+        let sampler =
+            lda::variant(variant).ok_or_else(|| anyhow!("unknown lda variant {variant}"))?;
+        let comm = backend
+            .communicator()
+            .ok_or_else(|| anyhow!("internal: run_on_ranks outside an MPI job"))?;
+        let params = sampler_params(point, corpus, threads)?;
+        let out = sampler.train_on_ranks(corpus, &params, comm, &mut |_| Control::Continue)?;
+        Ok(out.map(|out| measurement(corpus, &params, &out)))
     }
 }
 

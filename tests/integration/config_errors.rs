@@ -190,7 +190,7 @@ fn unknown_param_lists_the_valid_ones() {
         &[
             "fig8.yaml:10:3:",
             "unknown parameter `wrok`",
-            "threads, size, work",
+            "threads, backend, size, work",
         ],
     );
 }
@@ -389,4 +389,48 @@ fn a_quick_claim_error_points_into_the_quick_section() {
     // The full run checks the quick claims too, so a typo there is found before CI runs it.
     let err = plan::build(&path, false, None).unwrap_err().to_string();
     assert_contains(&err, &["variant `nosuch`"]);
+}
+
+#[test]
+fn an_mpi_backend_without_a_launcher_is_rejected() {
+    let text = edit("threads: [1, 2]", "  backend: [local, mpi]");
+    let (err, _dir, _) = plan_error(&text, None);
+    assert_contains(
+        &err,
+        &["fig8.yaml:12:", "`backend: mpi` needs a `launcher`"],
+    );
+}
+
+#[test]
+fn an_unknown_backend_is_rejected() {
+    let text = edit("threads: [1, 2]", "  backend: [local, gpu]");
+    let (err, _dir, _) = plan_error(&text, None);
+    assert_contains(
+        &err,
+        &[
+            "fig8.yaml:12:",
+            "`backend` must be `local` or `mpi`, got gpu",
+        ],
+    );
+}
+
+#[test]
+fn a_launcher_makes_mpi_points_valid_and_checks_its_own_keys() {
+    let with_launcher = |launcher: &str| {
+        edit("threads: [1, 2]", "  backend: [local, mpi]") + &format!("launcher:\n{launcher}\n")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "ok.yaml",
+        &with_launcher("  args: [--oversubscribe]"),
+    );
+    let plan = plan::build(&path, false, None).unwrap();
+    let mpi: Vec<bool> = plan.points.iter().map(plan::is_mpi_point).collect();
+    assert_eq!(mpi, [false, false, false, true, true, true]);
+    let launcher = plan.config.launcher.as_ref().unwrap();
+    assert_eq!(launcher.command, "mpirun");
+    assert_eq!(launcher.args, ["--oversubscribe"]);
+    let (err, _dir, _) = plan_error(&with_launcher("  np: 4"), None);
+    assert_contains(&err, &["fig8.yaml:", "np"]);
 }

@@ -239,3 +239,26 @@ fn cli_exit_codes_distinguish_success_failed_claims_and_bad_files() {
         "error names file and line: {err}"
     );
 }
+
+#[test]
+fn an_mpi_point_that_cannot_launch_is_an_error_naming_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = MOCK.replace("  threads: [1, 2]\n", "  backend: [local, mpi]\n")
+        + "launcher: { command: no-such-mpirun-here, args: [--oversubscribe] }\n";
+    let file = write_experiment(tmp.path(), &text);
+    let plan = plan::build(&file, false, None).unwrap();
+    let err = runner::run(&plan, &tmp.path().join("run"), false, ProgressMode::Silent)
+        .expect_err("no launcher program");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("backend: mpi"), "{msg}");
+    assert!(
+        msg.contains("built without MPI") || msg.contains("no-such-mpirun-here"),
+        "{msg}"
+    );
+    // The local points before it were recorded.
+    let rows = results::read_rows(&tmp.path().join("run")).unwrap();
+    assert!(!rows.is_empty());
+    assert!(rows
+        .iter()
+        .all(|r| r.params["backend"].as_str() == Some("local")));
+}

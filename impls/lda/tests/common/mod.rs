@@ -61,8 +61,10 @@ pub fn describe(v: &dyn LdaSampler, p: &LdaParams) -> String {
 /// Gibbs sampling on a small corpus lands in a worse local optimum (two true topics merged, one
 /// split) in roughly one run in ten, for every variant alike. Like any practical use of LDA, the
 /// quality tests therefore keep the best of a few restarts by log-likelihood, which separates
-/// such runs clearly; a broken sampler fails every restart.
-pub const RESTART_SEEDS: [u64; 3] = [1, 2, 3];
+/// such runs clearly; a broken sampler fails every restart. Five restarts, not three: `async`'s
+/// path also depends on thread timing, and with three a loaded 2-core machine saw all of them
+/// land short (1 run in 40 of the parity test; gap 1.8% against 1%).
+pub const RESTART_SEEDS: [u64; 5] = [1, 2, 3, 4, 5];
 
 pub fn best_of_restarts(v: &dyn LdaSampler, corpus: &Corpus, params: &LdaParams) -> LdaOutput {
     RESTART_SEEDS
