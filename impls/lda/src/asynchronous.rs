@@ -22,16 +22,18 @@
 //! deterministic.
 
 use crate::corpus::Corpus;
-use crate::parallel::{train_master_worker, Incoming, Master, MasterLink, Schedule, Transport};
+use crate::parallel::{
+    train_master_worker, Incoming, Master, MasterLink, MasterWorker, Schedule, Transport,
+};
 use crate::problem::{Control, IterationReport, LdaError, LdaOutput, LdaParams};
-use crate::LdaSampler;
-use parbench_common::comm::Communicator;
 
 /// The asynchronous master-worker sampler.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Async;
 
-impl Async {
+impl MasterWorker for Async {
+    const NAME: &'static str = "async";
+
     fn run(
         &self,
         corpus: &Corpus,
@@ -80,34 +82,4 @@ fn master_loop(
         }
     }
     Ok(())
-}
-
-impl LdaSampler for Async {
-    fn name(&self) -> &'static str {
-        "async"
-    }
-
-    fn train(
-        &self,
-        corpus: &Corpus,
-        params: &LdaParams,
-        progress: &mut dyn FnMut(&IterationReport) -> Control,
-    ) -> Result<LdaOutput, LdaError> {
-        self.run(corpus, params, progress, Transport::Threads)
-            .map(|out| out.expect("the threads transport runs the master here"))
-    }
-
-    fn train_on_ranks(
-        &self,
-        corpus: &Corpus,
-        params: &LdaParams,
-        comm: &dyn Communicator,
-        progress: &mut dyn FnMut(&IterationReport) -> Control,
-    ) -> Result<Option<LdaOutput>, LdaError> {
-        self.run(corpus, params, progress, Transport::Ranks(comm))
-    }
-
-    fn is_parallel(&self) -> bool {
-        true
-    }
 }

@@ -33,6 +33,7 @@ use crate::problem::{
     Control, DeltaEncoding, InvariantRecord, IterationReport, LdaError, LdaOutput, LdaParams,
     LoglikPoint, WorkerStats,
 };
+use crate::LdaSampler;
 use parbench_common::comm::Communicator;
 use parbench_common::Rng;
 use std::collections::HashMap;
@@ -998,6 +999,49 @@ pub(crate) fn train_master_worker(
                     .map(|()| None)
             }
         }
+    }
+}
+
+/// A master-worker variant: its name, and how it runs (schedule, delta encoding, master loop)
+/// on either transport; [`LdaSampler`] follows.
+pub(crate) trait MasterWorker {
+    const NAME: &'static str;
+    fn run(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+        transport: Transport<'_>,
+    ) -> Result<Option<LdaOutput>, LdaError>;
+}
+
+impl<T: MasterWorker + Send + std::marker::Sync> LdaSampler for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn train(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<LdaOutput, LdaError> {
+        self.run(corpus, params, progress, Transport::Threads)
+            .map(|out| out.expect("the threads transport runs the master here"))
+    }
+
+    fn train_on_ranks(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        comm: &dyn Communicator,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<Option<LdaOutput>, LdaError> {
+        self.run(corpus, params, progress, Transport::Ranks(comm))
+    }
+
+    fn is_parallel(&self) -> bool {
+        true
     }
 }
 

@@ -21,17 +21,17 @@
 
 use crate::corpus::Corpus;
 use crate::parallel::{
-    train_master_worker, Incoming, Master, MasterLink, Schedule, Transport, Update,
+    train_master_worker, Incoming, Master, MasterLink, MasterWorker, Schedule, Transport, Update,
 };
 use crate::problem::{Control, DeltaEncoding, IterationReport, LdaError, LdaOutput, LdaParams};
-use crate::LdaSampler;
-use parbench_common::comm::Communicator;
 
 /// AD-LDA with a barrier at every checkpoint.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sync;
 
-impl Sync {
+impl MasterWorker for Sync {
+    const NAME: &'static str = "sync";
+
     fn run(
         &self,
         corpus: &Corpus,
@@ -114,34 +114,4 @@ fn master_loop(
         }
     }
     Ok(())
-}
-
-impl LdaSampler for Sync {
-    fn name(&self) -> &'static str {
-        "sync"
-    }
-
-    fn train(
-        &self,
-        corpus: &Corpus,
-        params: &LdaParams,
-        progress: &mut dyn FnMut(&IterationReport) -> Control,
-    ) -> Result<LdaOutput, LdaError> {
-        self.run(corpus, params, progress, Transport::Threads)
-            .map(|out| out.expect("the threads transport runs the master here"))
-    }
-
-    fn train_on_ranks(
-        &self,
-        corpus: &Corpus,
-        params: &LdaParams,
-        comm: &dyn Communicator,
-        progress: &mut dyn FnMut(&IterationReport) -> Control,
-    ) -> Result<Option<LdaOutput>, LdaError> {
-        self.run(corpus, params, progress, Transport::Ranks(comm))
-    }
-
-    fn is_parallel(&self) -> bool {
-        true
-    }
 }

@@ -47,51 +47,26 @@ trait Word: Copy + Send + 'static {
     fn wrap(v: Vec<Self>) -> Payload;
     fn unwrap(p: Payload) -> Option<Vec<Self>>;
 }
-impl Word for f64 {
-    fn wrap(v: Vec<f64>) -> Payload {
-        Payload::F64(v)
-    }
-    fn unwrap(p: Payload) -> Option<Vec<f64>> {
-        match p {
-            Payload::F64(v) => Some(v),
-            _ => None,
+/// `impl Word for $t` carried by `Payload::$variant`.
+macro_rules! word {
+    ($t:ty, $variant:ident) => {
+        impl Word for $t {
+            fn wrap(v: Vec<$t>) -> Payload {
+                Payload::$variant(v)
+            }
+            fn unwrap(p: Payload) -> Option<Vec<$t>> {
+                match p {
+                    Payload::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
         }
-    }
+    };
 }
-impl Word for u32 {
-    fn wrap(v: Vec<u32>) -> Payload {
-        Payload::U32(v)
-    }
-    fn unwrap(p: Payload) -> Option<Vec<u32>> {
-        match p {
-            Payload::U32(v) => Some(v),
-            _ => None,
-        }
-    }
-}
-impl Word for usize {
-    fn wrap(v: Vec<usize>) -> Payload {
-        Payload::Usize(v)
-    }
-    fn unwrap(p: Payload) -> Option<Vec<usize>> {
-        match p {
-            Payload::Usize(v) => Some(v),
-            _ => None,
-        }
-    }
-}
-
-impl Word for u8 {
-    fn wrap(v: Vec<u8>) -> Payload {
-        Payload::Bytes(v)
-    }
-    fn unwrap(p: Payload) -> Option<Vec<u8>> {
-        match p {
-            Payload::Bytes(v) => Some(v),
-            _ => None,
-        }
-    }
-}
+word!(f64, F64);
+word!(u32, U32);
+word!(usize, Usize);
+word!(u8, Bytes);
 
 /// The `seq` of point-to-point messages: no collective call reaches it, so they never match one.
 const POINT_TO_POINT: u64 = u64::MAX;
