@@ -146,36 +146,12 @@ impl ThreadComm {
         let matches = |e: &Envelope| {
             e.ctx == self.ctx && e.seq == seq && e.step == step && e.src == world_src
         };
-        let found = {
-            let mut parked = self.core.parked.borrow_mut();
-            parked
-                .iter()
-                .position(matches)
-                .map(|k| parked.swap_remove(k))
-        };
-        let env = match found {
-            Some(e) => e,
-            None => loop {
-                if self.core.finished.borrow().contains(&world_src) {
-                    return Err(CommError::PeerExited {
-                        rank: world_src,
-                        waiting: self.core.world_rank,
-                    });
-                }
-                let e = self.core.inbox.recv().map_err(|_| CommError::PeerExited {
+        let env =
+            self.find_envelope(matches, Some(world_src), true)?
+                .ok_or(CommError::PeerExited {
                     rank: world_src,
                     waiting: self.core.world_rank,
                 })?;
-                match e.payload {
-                    Payload::Abort => return Err(CommError::PeerFailed { rank: e.src }),
-                    Payload::Done => {
-                        self.core.finished.borrow_mut().insert(e.src);
-                    }
-                    _ if matches(&e) => break e,
-                    _ => self.core.parked.borrow_mut().push(e),
-                }
-            },
-        };
         let data = T::unwrap(env.payload).ok_or(CommError::Usage {
             call: "receive",
             message: "message of another element type (ranks called different collectives)".into(),
@@ -187,6 +163,61 @@ impl ThreadComm {
                 .record_receive(phase, data.len());
         }
         Ok(data)
+    }
+
+    /// The first envelope that `matches`, parked or from the inbox (parking the others), in
+    /// arrival order. `sender` is the world rank it must come from (any member when `None`): when
+    /// that rank (or every other member) has finished, waiting is an error. Without `block`,
+    /// `None` when no such envelope has arrived yet.
+    fn find_envelope(
+        &self,
+        matches: impl Fn(&Envelope) -> bool,
+        sender: Option<usize>,
+        block: bool,
+    ) -> Result<Option<Envelope>, CommError> {
+        {
+            let mut parked = self.core.parked.borrow_mut();
+            // `remove`, not `swap_remove`: messages from one sender keep their order.
+            if let Some(k) = parked.iter().position(&matches) {
+                return Ok(Some(parked.remove(k)));
+            }
+        }
+        let gone = CommError::PeerExited {
+            rank: sender.unwrap_or(usize::MAX),
+            waiting: self.core.world_rank,
+        };
+        loop {
+            let exited = {
+                let finished = self.core.finished.borrow();
+                match sender {
+                    Some(w) => finished.contains(&w),
+                    None => self
+                        .members
+                        .iter()
+                        .all(|m| *m == self.core.world_rank || finished.contains(m)),
+                }
+            };
+            if exited {
+                return Err(gone);
+            }
+            let e = if block {
+                self.core.inbox.recv().map_err(|_| gone.clone())?
+            } else {
+                match self.core.inbox.try_recv() {
+                    Ok(e) => e,
+                    Err(TryRecvError::Empty) => return Ok(None),
+                    Err(TryRecvError::Disconnected) => return Err(gone),
+                }
+            };
+            match e.payload {
+                Payload::Abort => return Err(CommError::PeerFailed { rank: e.src }),
+                Payload::Done => {
+                    self.core.finished.borrow_mut().insert(e.src);
+                }
+                _ if matches(&e) => return Ok(Some(e)),
+                _ => self.core.parked.borrow_mut().push(e),
+            }
+        }
     }
 
     /// The first point-to-point message from `source` (any member when `None`) that arrived,
@@ -203,49 +234,8 @@ impl ThreadComm {
                 && world_src.is_none_or(|w| e.src == w)
                 && self.members.contains(&e.src)
         };
-        let found = {
-            let mut parked = self.core.parked.borrow_mut();
-            // `remove`, not `swap_remove`: messages from one sender keep their order.
-            parked.iter().position(matches).map(|k| parked.remove(k))
-        };
-        let env = match found {
-            Some(e) => e,
-            None => loop {
-                let exited = {
-                    let finished = self.core.finished.borrow();
-                    match world_src {
-                        Some(w) => finished.contains(&w),
-                        None => self
-                            .members
-                            .iter()
-                            .all(|m| *m == self.core.world_rank || finished.contains(m)),
-                    }
-                };
-                let gone = CommError::PeerExited {
-                    rank: world_src.unwrap_or(usize::MAX),
-                    waiting: self.core.world_rank,
-                };
-                if exited {
-                    return Err(gone);
-                }
-                let e = if block {
-                    self.core.inbox.recv().map_err(|_| gone)?
-                } else {
-                    match self.core.inbox.try_recv() {
-                        Ok(e) => e,
-                        Err(TryRecvError::Empty) => return Ok(None),
-                        Err(TryRecvError::Disconnected) => return Err(gone),
-                    }
-                };
-                match e.payload {
-                    Payload::Abort => return Err(CommError::PeerFailed { rank: e.src }),
-                    Payload::Done => {
-                        self.core.finished.borrow_mut().insert(e.src);
-                    }
-                    _ if matches(&e) => break e,
-                    _ => self.core.parked.borrow_mut().push(e),
-                }
-            },
+        let Some(env) = self.find_envelope(matches, world_src, block)? else {
+            return Ok(None);
         };
         let sender = self
             .members
