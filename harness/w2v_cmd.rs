@@ -313,7 +313,7 @@ fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Res
             }
             Control::Continue
         };
-        let result = match mpi_world(backend) {
+        let result = match backend.communicator() {
             // Under MPI this process is one rank; every rank ends with the same model.
             Some(world) => word2vec::distributed::train_rank(
                 world,
@@ -323,7 +323,10 @@ fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Res
                 &sync,
                 &mut show,
             )
-            .and_then(|r| whole_job(world, r.train)),
+            .and_then(|r| {
+                let seconds = r.train.seconds;
+                word2vec::distributed::whole_job(world, r.train, seconds)
+            }),
             None => trainer.train(&corpus, &params, &mut show),
         };
         display.finish();
@@ -344,32 +347,6 @@ fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Res
     );
     print_train_summary(trainer.name(), &params, &out);
     Ok(())
-}
-
-/// Rank 0's output with the words and flops of every rank, for the summary.
-fn whole_job(
-    world: &dyn parbench_common::comm::Communicator,
-    mut out: TrainOutput,
-) -> Result<TrainOutput, word2vec::W2vError> {
-    let mut totals = [out.words_processed as f64, out.flops, out.seconds];
-    world
-        .all_reduce_sum(parbench_common::comm::Phase::Reduction, &mut totals)
-        .map_err(|e| word2vec::W2vError::Exchange(e.to_string()))?;
-    out.words_processed = totals[0] as u64;
-    out.flops = totals[1];
-    out.seconds = totals[2] / world.size() as f64;
-    out.words_per_second = totals[0] / out.seconds.max(1e-9);
-    Ok(out)
-}
-
-/// The MPI job's communicator, when the command runs under MPI.
-fn mpi_world(backend: &Backend) -> Option<&dyn parbench_common::comm::Communicator> {
-    #[cfg(feature = "mpi")]
-    if let Some(world) = backend.world() {
-        return Some(world);
-    }
-    let _ = backend;
-    None
 }
 
 /// Fails early, before a long training run, when the output could not be written.

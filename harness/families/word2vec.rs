@@ -29,8 +29,10 @@
 //! plus O(distinct analogy words x 30,000 x d) evaluation.
 
 use super::params::{get_bool, get_f64, get_opt_usize, get_str, get_usize};
+use crate::backend::Backend;
 use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
 use anyhow::{anyhow, bail, Context, Result};
+use parbench_common::comm::{Communicator, Phase};
 use parbench_common::rng::Rng;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -333,20 +335,102 @@ impl Family for Word2vecFamily {
         point: &Params,
         threads: usize,
     ) -> Result<Measurement> {
+        self.measure(variant, input, point, threads, &Backend::Local)?
+            .context("internal: the local backend returned no measurement")
+    }
+
+    /// `distributed` runs one rank per process.
+    fn processes(&self, point: &Params, _threads: usize) -> Result<usize> {
+        get_usize(point, "ranks", 1)
+    }
+
+    fn run_on_ranks(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Params,
+        threads: usize,
+        backend: &Backend,
+    ) -> Result<Option<Measurement>> {
+        if variant != DISTRIBUTED {
+            bail!("{variant} runs in one process; only {DISTRIBUTED} runs across MPI processes");
+        }
+        self.measure(variant, input, point, threads, backend)
+    }
+}
+
+/// The exchange schedule of a point.
+fn sync_options(point: &Params) -> Result<SyncOptions> {
+    Ok(SyncOptions {
+        sync_words: get_usize(point, "sync_words", 1_000_000)? as u64,
+        hot_words: get_usize(point, "hot_words", 10_000)?,
+        rare_every: get_usize(point, "rare_every", 4)?,
+        scale_alpha: get_bool(point, "scale_alpha", true)?,
+    })
+}
+
+/// `distributed` on the processes of an MPI job: this rank's model and the whole job's
+/// counters, and (words sent by the busiest rank, exchanges, rows exchanged, exchange seconds).
+fn train_across_processes(
+    comm: &dyn Communicator,
+    input: &W2vInput,
+    point: &Params,
+    params: &TrainParams,
+) -> Result<(TrainOutput, (u64, usize, u64, f64))> {
+    let ranks = get_usize(point, "ranks", 1)?;
+    if ranks != comm.size() {
+        bail!(
+            "the point asks for {ranks} ranks, the MPI job has {} processes",
+            comm.size()
+        );
+    }
+    let inner = get_str(point, "inner", "gemm")?;
+    let sync = sync_options(point)?;
+    // The world's counters run over every run of this process; this run's are the difference.
+    let before = comm.stats().total().words_sent;
+    comm.barrier()?;
+    let start = Instant::now();
+    let r =
+        word2vec::distributed::train_rank(comm, inner, &input.corpus, params, &sync, &mut |_| {
+            Control::Continue
+        })?;
+    comm.barrier()?;
+    let seconds = start.elapsed().as_secs_f64();
+    let sent = (comm.stats().total().words_sent - before) as f64;
+    let per_rank = comm.all_gather_f64(Phase::Replication, &[sent], &vec![1; comm.size()])?;
+    let words_max = per_rank.iter().fold(0f64, |m, &w| m.max(w)) as u64;
+    let info = (words_max, r.exchanges, r.rows_exchanged, r.exchange_seconds);
+    Ok((
+        word2vec::distributed::whole_job(comm, r.train, seconds)?,
+        info,
+    ))
+}
+
+impl Word2vecFamily {
+    /// One run of `variant`; under MPI only `distributed`, and `None` on ranks other than 0.
+    fn measure(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Params,
+        threads: usize,
+        backend: &Backend,
+    ) -> Result<Option<Measurement>> {
         let input = input
             .downcast_ref::<W2vInput>()
             .ok_or_else(|| anyhow!("internal: the prepared input is not a word2vec corpus"))?;
         let params = train_params(point, input.data_seed, threads)?;
-        let (out, exchange) = if variant == DISTRIBUTED {
+        let (out, exchange) = if let Some(comm) = backend.communicator() {
+            let (out, info) = train_across_processes(comm, input, point, &params)?;
+            if !backend.is_root() {
+                return Ok(None);
+            }
+            (out, Some(info))
+        } else if variant == DISTRIBUTED {
             let d = word2vec::Distributed {
                 inner: get_str(point, "inner", "gemm")?.to_string(),
                 ranks: get_usize(point, "ranks", 1)?,
-                sync: SyncOptions {
-                    sync_words: get_usize(point, "sync_words", 1_000_000)? as u64,
-                    hot_words: get_usize(point, "hot_words", 10_000)?,
-                    rare_every: get_usize(point, "rare_every", 4)?,
-                    scale_alpha: get_bool(point, "scale_alpha", true)?,
-                },
+                sync: sync_options(point)?,
             };
             let mut ranks = d.train_ranks(&input.corpus, &params, &mut |_| Control::Continue)?;
             let words: u64 = ranks
@@ -389,7 +473,7 @@ impl Family for Word2vecFamily {
                 .collect();
             m.metrics.extend(quality);
         }
-        Ok(m)
+        Ok(Some(m))
     }
 }
 

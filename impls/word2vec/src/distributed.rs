@@ -22,7 +22,7 @@
 
 use crate::driver::{self, ChunkKernel, Exchange, SegmentEnd};
 use crate::model::initial_input_vectors;
-use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
+use crate::problem::{Control, EpochReport, Traffic, TrainOutput, TrainParams, W2vError};
 use crate::{Corpus, Full, Gemm, Hogwild, Trainer};
 use parbench_common::comm::threads::run_threads;
 use parbench_common::comm::{CommError, CommStats, Communicator, Phase};
@@ -188,6 +188,61 @@ fn union_over_ranks(comm: &dyn Communicator, rows: &[u32]) -> Result<Vec<u32>, C
     Ok(all)
 }
 
+/// The counters of a run that add up over ranks, in a fixed order: words and flops, then per
+/// epoch the words, kept words, pairs and model traffic (integers are exact in an `f64`).
+fn counters(out: &TrainOutput) -> Vec<f64> {
+    let mut c = vec![out.words_processed as f64, out.flops];
+    for e in &out.epochs {
+        let t = &e.traffic;
+        c.extend(
+            [
+                e.words,
+                e.kept_words,
+                e.pairs,
+                t.input_rows_read,
+                t.input_rows_written,
+                t.output_rows_read,
+                t.output_rows_written,
+            ]
+            .map(|x| x as f64),
+        );
+    }
+    c
+}
+
+/// Sets `out`'s counters to the whole job's (`sums` of [`counters`] over ranks) and its time to
+/// the job's `seconds`; each epoch keeps this rank's wall time.
+fn set_whole_job(out: &mut TrainOutput, sums: &[f64], seconds: f64) {
+    out.words_processed = sums[0] as u64;
+    out.flops = sums[1];
+    for (e, c) in out.epochs.iter_mut().zip(sums[2..].chunks_exact(7)) {
+        let [words, kept, pairs, ir, iw, or, ow] = [c[0], c[1], c[2], c[3], c[4], c[5], c[6]];
+        (e.words, e.kept_words, e.pairs) = (words as u64, kept as u64, pairs as u64);
+        e.traffic = Traffic {
+            input_rows_read: ir as u64,
+            input_rows_written: iw as u64,
+            output_rows_read: or as u64,
+            output_rows_written: ow as u64,
+        };
+    }
+    out.seconds = seconds;
+    out.words_per_second = out.words_processed as f64 / seconds.max(1e-9);
+}
+
+/// This rank's output with the whole job's words, flops and traffic (summed over the ranks of
+/// `comm`: a collective, every rank calls it after [`train_rank`]) and the job's `seconds`.
+pub fn whole_job(
+    comm: &dyn Communicator,
+    mut out: TrainOutput,
+    seconds: f64,
+) -> Result<TrainOutput, W2vError> {
+    let mut sums = counters(&out);
+    comm.all_reduce_sum(Phase::Reduction, &mut sums)
+        .map_err(comm_error)?;
+    set_whole_job(&mut out, &sums, seconds);
+    Ok(out)
+}
+
 /// `distributed` as a [`Trainer`]: `ranks` in-process ranks (threads that only exchange
 /// messages), each training with `params.threads` threads of its own; rank 0's model (every
 /// rank's, after the last exchange) is the result, and words/s counts all ranks' words.
@@ -230,24 +285,15 @@ impl Distributed {
         .map_err(|f| f.error)?;
         let seconds = start.elapsed().as_secs_f64();
         let mut outs: Vec<RankOutput> = runs.into_iter().map(|r| r.value).collect();
-        let words: u64 = outs.iter().map(|o| o.train.words_processed).sum();
-        let flops: f64 = outs.iter().map(|o| o.train.flops).sum();
-        let mut epochs: Vec<EpochStats> = outs[0].train.epochs.clone();
+        let mut sums = counters(&outs[0].train);
         for o in &outs[1..] {
-            for (e, f) in epochs.iter_mut().zip(&o.train.epochs) {
-                e.words += f.words;
-                e.kept_words += f.kept_words;
-                e.pairs += f.pairs;
-                e.traffic.add(&f.traffic);
-                e.seconds = e.seconds.max(f.seconds);
+            for (s, c) in sums.iter_mut().zip(counters(&o.train)) {
+                *s += c;
             }
         }
-        let first = &mut outs[0].train;
-        first.words_processed = words;
-        first.flops = flops;
-        first.seconds = seconds;
-        first.words_per_second = words as f64 / seconds.max(1e-9);
-        first.epochs = epochs;
+        set_whole_job(&mut outs[0].train, &sums, seconds);
+        let first = &outs[0].train;
+        let words = first.words_processed;
         let _ = progress(&EpochReport {
             epoch: first.epochs_completed.saturating_sub(1),
             epochs: params.epochs,
