@@ -16,9 +16,11 @@
 //!    `reduction`, `2 d` words per row), and every rank sets `row = snapshot + sum / p`, which
 //!    becomes the new snapshot.
 //!
-//! With one rank the exchange is exact arithmetic (`s + (x - s)` in f64 is `x`), so a
-//! one-rank run is the shared-memory variant cut into the same segments; with `sync_words` at
-//! least the shard, it is the shared-memory variant itself.
+//! With one rank there is nothing to average and the exchange is skipped (still counted; it
+//! would be exact arithmetic, `s + (x - s)` in f64 is `x`, but it cost a quarter of the run's
+//! time at 250k words per exchange on wiki17m), so a one-rank run is the shared-memory variant
+//! cut into the same segments; with `sync_words` at least the shard, it is the shared-memory
+//! variant itself.
 
 use crate::driver::{self, ChunkKernel, Exchange, SegmentEnd};
 use crate::model::initial_input_vectors;
@@ -109,10 +111,19 @@ pub fn train_rank(
     // The model as training starts, the same on every rank (the same seed): what the first
     // exchange compares against.
     let rows = corpus.vocab().len();
-    let mut snap_in = initial_input_vectors(rows, dim, params.seed);
-    let mut snap_out = vec![0f32; rows * dim];
+    // One rank keeps no snapshot: it never averages.
+    let mut snap_in = if p > 1 {
+        initial_input_vectors(rows, dim, params.seed)
+    } else {
+        Vec::new()
+    };
+    let mut snap_out = vec![0f32; if p > 1 { rows * dim } else { 0 }];
     let (mut exchanges, mut rows_exchanged, mut exchange_seconds) = (0usize, 0u64, 0f64);
     let mut exchange = |end: SegmentEnd, input: &mut [f32], output: &mut [f32]| {
+        if p == 1 {
+            exchanges += 1;
+            return Ok(());
+        }
         let t = Instant::now();
         let (snap_in, snap_out) = (&mut snap_in, &mut snap_out);
         let due = |row: usize| {
