@@ -245,11 +245,11 @@ fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Res
     let params = params_of(args, &corpus, backend)?;
     if !root {
         // A worker rank: its part of the run, nothing printed or written.
-        if let Some(comm) = backend.communicator() {
-            sampler
-                .train_on_ranks(&corpus, &params, comm, &mut |_| Control::Continue)
-                .with_context(|| format!("training with variant {}", sampler.name()))?;
-        }
+        sampler
+            .train_on(&corpus, &params, backend.communicator(), &mut |_| {
+                Control::Continue
+            })
+            .with_context(|| format!("training with variant {}", sampler.name()))?;
         return Ok(());
     }
     if let Some(dir) = &args.out {
@@ -293,10 +293,7 @@ fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Res
             display.update(r);
             Control::Continue
         };
-        let result = match backend.communicator() {
-            Some(comm) => sampler.train_on_ranks(&corpus, &params, comm, &mut report),
-            None => sampler.train(&corpus, &params, &mut report).map(Some),
-        };
+        let result = sampler.train_on(&corpus, &params, backend.communicator(), &mut report);
         display.finish();
         result
             .with_context(|| format!("training with variant {}", sampler.name()))?

@@ -28,6 +28,7 @@
 //! nonzero topics) for `sparse`.
 
 use super::params::{get_bool, get_f64, get_str, get_usize};
+use crate::backend::Backend;
 use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
 use anyhow::{anyhow, bail, Context, Result};
 use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaParams, SyntheticSpec, TextOptions};
@@ -243,14 +244,8 @@ impl Family for LdaFamily {
         point: &Params,
         threads: usize,
     ) -> Result<Measurement> {
-        let corpus = input
-            .downcast_ref::<Corpus>()
-            .ok_or_else(|| anyhow!("internal: the prepared input is not an LDA corpus"))?;
-        let sampler =
-            lda::variant(variant).ok_or_else(|| anyhow!("unknown lda variant {variant}"))?;
-        let params = sampler_params(point, corpus, threads)?;
-        let out = sampler.train(corpus, &params, &mut |_| Control::Continue)?;
-        Ok(measurement(corpus, &params, &out))
+        measure(variant, input, point, threads, &Backend::Local)?
+            .ok_or_else(|| anyhow!("internal: the local backend returned no measurement"))
     }
 
     /// The master and one process per worker.
@@ -264,20 +259,29 @@ impl Family for LdaFamily {
         input: &PreparedInput,
         point: &Params,
         threads: usize,
-        backend: &crate::backend::Backend,
+        backend: &Backend,
     ) -> Result<Option<Measurement>> {
-        let corpus = input
-            .downcast_ref::<Corpus>()
-            .ok_or_else(|| anyhow!("internal: the prepared input is not an LDA corpus"))?;
-        let sampler =
-            lda::variant(variant).ok_or_else(|| anyhow!("unknown lda variant {variant}"))?;
-        let comm = backend
-            .communicator()
-            .ok_or_else(|| anyhow!("internal: run_on_ranks outside an MPI job"))?;
-        let params = sampler_params(point, corpus, threads)?;
-        let out = sampler.train_on_ranks(corpus, &params, comm, &mut |_| Control::Continue)?;
-        Ok(out.map(|out| measurement(corpus, &params, &out)))
+        measure(variant, input, point, threads, backend)
     }
+}
+
+/// One training run on threads, or across the MPI job's processes (`None` on the workers).
+fn measure(
+    variant: &str,
+    input: &PreparedInput,
+    point: &Params,
+    threads: usize,
+    backend: &Backend,
+) -> Result<Option<Measurement>> {
+    let corpus = input
+        .downcast_ref::<Corpus>()
+        .ok_or_else(|| anyhow!("internal: the prepared input is not an LDA corpus"))?;
+    let sampler = lda::variant(variant).ok_or_else(|| anyhow!("unknown lda variant {variant}"))?;
+    let params = sampler_params(point, corpus, threads)?;
+    let out = sampler.train_on(corpus, &params, backend.communicator(), &mut |_| {
+        Control::Continue
+    })?;
+    Ok(out.map(|out| measurement(corpus, &params, &out)))
 }
 
 /// The harness's view of one training run (see the module docs for the conventions).

@@ -21,11 +21,8 @@
 //! (checked by the invariants), and with one worker and blocking exchange the run is
 //! deterministic.
 
-use crate::corpus::Corpus;
-use crate::parallel::{
-    train_master_worker, Incoming, Master, MasterLink, MasterWorker, Schedule, Transport,
-};
-use crate::problem::{Control, IterationReport, LdaError, LdaOutput, LdaParams};
+use crate::parallel::{Incoming, Master, MasterLink, MasterWorker, Schedule};
+use crate::problem::{Control, DeltaEncoding, IterationReport, LdaError, LdaParams};
 
 /// The asynchronous master-worker sampler.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,52 +31,43 @@ pub struct Async;
 impl MasterWorker for Async {
     const NAME: &'static str = "async";
 
-    fn run(
-        &self,
-        corpus: &Corpus,
-        params: &LdaParams,
-        progress: &mut dyn FnMut(&IterationReport) -> Control,
-        transport: Transport<'_>,
-    ) -> Result<Option<LdaOutput>, LdaError> {
-        let non_blocking = params.non_blocking;
-        train_master_worker(
-            corpus,
-            params,
-            |_| Schedule::Own { non_blocking },
-            params.delta,
-            &master_loop,
-            progress,
-            transport,
-        )
-    }
-}
-
-/// Each delta merged as it arrives and answered at once; done when every worker has sent its
-/// final state.
-fn master_loop(
-    master: &mut Master<'_>,
-    link: &mut dyn MasterLink,
-    callback: &mut dyn FnMut(&IterationReport) -> Control,
-) -> Result<(), LdaError> {
-    let mut finished = 0;
-    while finished < link.workers() {
-        match link.receive()? {
-            Incoming::Checkpoint(mut update) => {
-                master.apply(&mut update);
-                master.merged();
-                master.record_progress(&update, callback);
-                let worker = update.worker;
-                let reply = master.reply(update);
-                link.reply(worker, reply);
-            }
-            Incoming::Final(mut update, fin) => {
-                master.apply(&mut update);
-                master.merged();
-                master.record_progress(&update, callback);
-                master.finals[update.worker] = Some(fin);
-                finished += 1;
-            }
+    fn schedule(params: &LdaParams, _shares: &[Vec<usize>]) -> Schedule {
+        Schedule::Own {
+            non_blocking: params.non_blocking,
         }
     }
-    Ok(())
+
+    fn encoding(params: &LdaParams) -> DeltaEncoding {
+        params.delta
+    }
+
+    /// Each delta merged as it arrives and answered at once; done when every worker has sent its
+    /// final state.
+    fn master_loop(
+        master: &mut Master<'_>,
+        link: &mut dyn MasterLink,
+        callback: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<(), LdaError> {
+        let mut finished = 0;
+        while finished < link.workers() {
+            match link.receive()? {
+                Incoming::Checkpoint(mut update) => {
+                    master.apply(&mut update);
+                    master.merged();
+                    master.record_progress(&update, callback);
+                    let worker = update.worker;
+                    let reply = master.reply(update);
+                    link.reply(worker, reply);
+                }
+                Incoming::Final(mut update, fin) => {
+                    master.apply(&mut update);
+                    master.merged();
+                    master.record_progress(&update, callback);
+                    master.finals[update.worker] = Some(fin);
+                    finished += 1;
+                }
+            }
+        }
+        Ok(())
+    }
 }

@@ -114,6 +114,21 @@ pub trait LdaSampler: Send + std::marker::Sync {
         })
     }
 
+    /// [`LdaSampler::train`] in this process when `comm` is `None`, else
+    /// [`LdaSampler::train_on_ranks`] across its ranks.
+    fn train_on(
+        &self,
+        corpus: &Corpus,
+        params: &LdaParams,
+        comm: Option<&dyn parbench_common::comm::Communicator>,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<Option<LdaOutput>, LdaError> {
+        match comm {
+            Some(comm) => self.train_on_ranks(corpus, params, comm, progress),
+            None => self.train(corpus, params, progress).map(Some),
+        }
+    }
+
     /// Whether the variant runs `params.workers` threads (the sequential ones ignore it).
     fn is_parallel(&self) -> bool {
         false

@@ -882,21 +882,11 @@ pub(crate) enum Transport<'c> {
     Ranks(&'c dyn Communicator),
 }
 
-/// The master's part of a variant: its loop over worker messages.
-pub(crate) type MasterLoop<'f> = &'f dyn Fn(
-    &mut Master<'_>,
-    &mut dyn MasterLink,
-    &mut dyn FnMut(&IterationReport) -> Control,
-) -> Result<(), LdaError>;
-
 /// Sets up the initial state and the shares, runs the workers and `master` where `transport`
 /// says, and assembles the output (`None` on the ranks other than the master's).
-pub(crate) fn train_master_worker(
+fn train_master_worker<V: MasterWorker>(
     corpus: &Corpus,
     params: &LdaParams,
-    schedule_of: impl Fn(&[Vec<usize>]) -> Schedule,
-    encoding: DeltaEncoding,
-    master: MasterLoop<'_>,
     progress: &mut dyn FnMut(&IterationReport) -> Control,
     transport: Transport<'_>,
 ) -> Result<Option<LdaOutput>, LdaError> {
@@ -912,7 +902,8 @@ pub(crate) fn train_master_worker(
     let k = params.topics;
     let initial = LdaState::random(corpus, k, params.seed);
     let shares = partition_docs(corpus, params.workers, params.seed);
-    let schedule = schedule_of(&shares);
+    let schedule = V::schedule(params, &shares);
+    let encoding = V::encoding(params);
     let tables = Tables {
         topics: k,
         word_topic: initial.word_topic.clone(),
@@ -966,7 +957,7 @@ pub(crate) fn train_master_worker(
                     from_workers,
                     replies,
                 };
-                master(&mut state, &mut link, progress)
+                V::master_loop(&mut state, &mut link, progress)
             });
             outcome?;
             state.finish().map(Some)
@@ -984,7 +975,7 @@ pub(crate) fn train_master_worker(
                 comm.barrier().map_err(ready)?;
                 state.progress.start = Instant::now();
                 let mut link = crate::wire::CommMasterLink::new(comm);
-                master(&mut state, &mut link, progress)?;
+                V::master_loop(&mut state, &mut link, progress)?;
                 state.finish().map(Some)
             } else {
                 let worker = worker(rank - 1);
@@ -1002,17 +993,21 @@ pub(crate) fn train_master_worker(
     }
 }
 
-/// A master-worker variant: its name, and how it runs (schedule, delta encoding, master loop)
-/// on either transport; [`LdaSampler`] follows.
+/// A master-worker variant: what differs between `sync` and `async` (the workers' exchange
+/// schedule, their delta encoding, the master's loop); the setup, the workers and both
+/// transports are [`train_master_worker`]'s, and [`LdaSampler`] follows.
 pub(crate) trait MasterWorker {
     const NAME: &'static str;
-    fn run(
-        &self,
-        corpus: &Corpus,
-        params: &LdaParams,
-        progress: &mut dyn FnMut(&IterationReport) -> Control,
-        transport: Transport<'_>,
-    ) -> Result<Option<LdaOutput>, LdaError>;
+    /// The workers' exchange schedule for these document shares.
+    fn schedule(params: &LdaParams, shares: &[Vec<usize>]) -> Schedule;
+    /// How a worker encodes its change.
+    fn encoding(params: &LdaParams) -> DeltaEncoding;
+    /// The master's loop over worker messages.
+    fn master_loop(
+        master: &mut Master<'_>,
+        link: &mut dyn MasterLink,
+        callback: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<(), LdaError>;
 }
 
 impl<T: MasterWorker + Send + std::marker::Sync> LdaSampler for T {
@@ -1026,7 +1021,7 @@ impl<T: MasterWorker + Send + std::marker::Sync> LdaSampler for T {
         params: &LdaParams,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError> {
-        self.run(corpus, params, progress, Transport::Threads)
+        train_master_worker::<T>(corpus, params, progress, Transport::Threads)
             .map(|out| out.expect("the threads transport runs the master here"))
     }
 
@@ -1037,7 +1032,7 @@ impl<T: MasterWorker + Send + std::marker::Sync> LdaSampler for T {
         comm: &dyn Communicator,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<Option<LdaOutput>, LdaError> {
-        self.run(corpus, params, progress, Transport::Ranks(comm))
+        train_master_worker::<T>(corpus, params, progress, Transport::Ranks(comm))
     }
 
     fn is_parallel(&self) -> bool {

@@ -19,11 +19,8 @@
 //! and a worker count fix the result bit for bit. It differs from `sequential`'s result (other
 //! streams, stale counts between checkpoints).
 
-use crate::corpus::Corpus;
-use crate::parallel::{
-    train_master_worker, Incoming, Master, MasterLink, MasterWorker, Schedule, Transport, Update,
-};
-use crate::problem::{Control, DeltaEncoding, IterationReport, LdaError, LdaOutput, LdaParams};
+use crate::parallel::{Incoming, Master, MasterLink, MasterWorker, Schedule, Update};
+use crate::problem::{Control, DeltaEncoding, IterationReport, LdaError, LdaParams};
 
 /// AD-LDA with a barrier at every checkpoint.
 #[derive(Clone, Copy, Debug, Default)]
@@ -32,86 +29,73 @@ pub struct Sync;
 impl MasterWorker for Sync {
     const NAME: &'static str = "sync";
 
-    fn run(
-        &self,
-        corpus: &Corpus,
-        params: &LdaParams,
-        progress: &mut dyn FnMut(&IterationReport) -> Control,
-        transport: Transport<'_>,
-    ) -> Result<Option<LdaOutput>, LdaError> {
-        let iterations = params.iterations as u64;
+    /// Every worker takes part in as many rounds as the largest share needs.
+    fn schedule(params: &LdaParams, shares: &[Vec<usize>]) -> Schedule {
+        let largest = shares.iter().map(Vec::len).max().unwrap_or(0) as u64;
         let checkpoint = params.checkpoint_docs.max(1) as u64;
-        let rounds_of = |shares: &[Vec<usize>]| {
-            let largest = shares.iter().map(Vec::len).max().unwrap_or(0) as u64;
-            Schedule::Rounds((largest * iterations).div_ceil(checkpoint))
-        };
-        train_master_worker(
-            corpus,
-            params,
-            rounds_of,
-            DeltaEncoding::Dense,
-            &master_loop,
-            progress,
-            transport,
-        )
+        Schedule::Rounds((largest * params.iterations as u64).div_ceil(checkpoint))
     }
-}
 
-/// Every round: all `p` deltas, merged in worker order, then a reply to each.
-fn master_loop(
-    master: &mut Master<'_>,
-    link: &mut dyn MasterLink,
-    callback: &mut dyn FnMut(&IterationReport) -> Control,
-) -> Result<(), LdaError> {
-    let p = link.workers();
-    let Schedule::Rounds(rounds) = master.schedule else {
-        unreachable!("sync schedules rounds")
-    };
-    for _ in 0..rounds {
-        let mut updates: Vec<Update> = Vec::with_capacity(p);
+    fn encoding(_params: &LdaParams) -> DeltaEncoding {
+        DeltaEncoding::Dense
+    }
+
+    /// Every round: all `p` deltas, merged in worker order, then a reply to each.
+    fn master_loop(
+        master: &mut Master<'_>,
+        link: &mut dyn MasterLink,
+        callback: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<(), LdaError> {
+        let p = link.workers();
+        let Schedule::Rounds(rounds) = master.schedule else {
+            unreachable!("sync schedules rounds")
+        };
+        for _ in 0..rounds {
+            let mut updates: Vec<Update> = Vec::with_capacity(p);
+            for _ in 0..p {
+                match link.receive()? {
+                    Incoming::Checkpoint(update) => updates.push(update),
+                    Incoming::Final(update, _) => {
+                        return Err(LdaError::WorkerFailed {
+                            worker: update.worker,
+                            reason: "finished before the last round".to_owned(),
+                        })
+                    }
+                }
+            }
+            // Workers report in any order; merges and replies go by worker id.
+            updates.sort_by_key(|u| u.worker);
+            for update in &mut updates {
+                master.apply(update);
+            }
+            master.merged();
+            for update in &updates {
+                master.record_progress(update, callback);
+            }
+            for update in updates {
+                let worker = update.worker;
+                let reply = master.reply(update);
+                link.reply(worker, reply);
+            }
+            if master.stopped {
+                break;
+            }
+        }
         for _ in 0..p {
             match link.receive()? {
-                Incoming::Checkpoint(update) => updates.push(update),
-                Incoming::Final(update, _) => {
+                Incoming::Final(mut update, fin) => {
+                    master.apply(&mut update);
+                    master.record_progress(&update, callback);
+                    master.finals[update.worker] = Some(fin);
+                }
+                Incoming::Checkpoint(update) => {
                     return Err(LdaError::WorkerFailed {
                         worker: update.worker,
-                        reason: "finished before the last round".to_owned(),
+                        reason: "sent a checkpoint after the last round".to_owned(),
                     })
                 }
             }
         }
-        // Workers report in any order; merges and replies go by worker id.
-        updates.sort_by_key(|u| u.worker);
-        for update in &mut updates {
-            master.apply(update);
-        }
-        master.merged();
-        for update in &updates {
-            master.record_progress(update, callback);
-        }
-        for update in updates {
-            let worker = update.worker;
-            let reply = master.reply(update);
-            link.reply(worker, reply);
-        }
-        if master.stopped {
-            break;
-        }
+        Ok(())
     }
-    for _ in 0..p {
-        match link.receive()? {
-            Incoming::Final(mut update, fin) => {
-                master.apply(&mut update);
-                master.record_progress(&update, callback);
-                master.finals[update.worker] = Some(fin);
-            }
-            Incoming::Checkpoint(update) => {
-                return Err(LdaError::WorkerFailed {
-                    worker: update.worker,
-                    reason: "sent a checkpoint after the last round".to_owned(),
-                })
-            }
-        }
-    }
-    Ok(())
 }

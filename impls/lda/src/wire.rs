@@ -40,19 +40,19 @@ impl Writer {
     fn f64(&mut self, x: f64) {
         self.0.extend_from_slice(&x.to_le_bytes());
     }
-    fn u32s(&mut self, xs: &[u32]) {
-        self.u64(xs.len() as u64);
-        self.0.reserve(4 * xs.len());
-        for x in xs {
-            self.0.extend_from_slice(&x.to_le_bytes());
+    /// A length, then the 4-byte words (the counterpart of [`Reader::words`]).
+    fn words(&mut self, words: impl ExactSizeIterator<Item = [u8; 4]>) {
+        self.u64(words.len() as u64);
+        self.0.reserve(4 * words.len());
+        for w in words {
+            self.0.extend_from_slice(&w);
         }
     }
+    fn u32s(&mut self, xs: &[u32]) {
+        self.words(xs.iter().map(|x| x.to_le_bytes()));
+    }
     fn i32s(&mut self, xs: &[i32]) {
-        self.u64(xs.len() as u64);
-        self.0.reserve(4 * xs.len());
-        for x in xs {
-            self.0.extend_from_slice(&x.to_le_bytes());
-        }
+        self.words(xs.iter().map(|x| x.to_le_bytes()));
     }
     fn str(&mut self, s: &str) {
         self.u64(s.len() as u64);

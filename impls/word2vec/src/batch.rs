@@ -13,7 +13,7 @@
 //! is compiled for them (`FMA = true`).
 
 use crate::sampling::Sigmoid;
-use crate::vecops::dot;
+use crate::vecops::{dot, madd};
 
 /// `S = X Y^T` (`n x d` times `d x m`, row-major), through the AVX2 kernel when `FMA`.
 #[inline(always)]
@@ -173,15 +173,6 @@ fn add_combination<const FMA: bool>(coefs: &[f32], rows: &[f32], d: usize, dest:
 #[inline(always)]
 fn lanes<const L: usize>(s: &[f32], k: usize) -> &[f32; L] {
     s[k..k + L].try_into().expect("a slice of length L")
-}
-
-#[inline(always)]
-fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
-    if FMA {
-        a.mul_add(b, c)
-    } else {
-        a * b + c
-    }
 }
 
 /// The two products of a batch written with AVX2/FMA intrinsics. The portable loops above leave

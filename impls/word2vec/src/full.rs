@@ -285,10 +285,7 @@ fn window_batch<const FMA: bool>(
     sigmoid: &Sigmoid,
 ) {
     let (d, m) = (ring.dim, targets.len());
-    for (j, &t) in targets.iter().enumerate() {
-        // SAFETY: a shared view dropped at the end of the statement.
-        ring.batch_y[j * d..(j + 1) * d].copy_from_slice(unsafe { output.row(t) });
-    }
+    output.gather(targets, &mut ring.batch_y);
     let (x, y) = (&ring.batch_x[..n * d], &ring.batch_y[..m * d]);
     let s = &mut ring.s[..n * m];
     batch::logits::<FMA>(x, y, d, n, m, s);

@@ -157,15 +157,8 @@ fn batch_update<const FMA: bool>(
 ) {
     let d = scratch.dim;
     let (n, m) = (contexts.len(), targets.len());
-    for (i, &c) in contexts.iter().enumerate() {
-        // SAFETY: a shared view, dropped at the end of the statement; no other reference to
-        // the row on this thread.
-        scratch.x[i * d..(i + 1) * d].copy_from_slice(unsafe { input.row(c) });
-    }
-    for (j, &t) in targets.iter().enumerate() {
-        // SAFETY: as above, for the output matrix.
-        scratch.y[j * d..(j + 1) * d].copy_from_slice(unsafe { output.row(t) });
-    }
+    input.gather(contexts, &mut scratch.x);
+    output.gather(targets, &mut scratch.y);
     let (x, y) = (&scratch.x[..n * d], &scratch.y[..m * d]);
     let s = &mut scratch.s[..n * m];
     batch::logits::<FMA>(x, y, d, n, m, s);

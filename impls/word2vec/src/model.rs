@@ -142,6 +142,17 @@ impl HogwildMatrix {
         unsafe { std::slice::from_raw_parts(self.ptr.add(row as usize * self.dim), self.dim) }
     }
 
+    /// Copies the rows `ids`, one after another, to the front of `dst`: a snapshot of them that
+    /// later writes by other threads do not reach (the batched kernels' gather step).
+    #[inline(always)]
+    pub(crate) fn gather(&self, ids: &[u32], dst: &mut [f32]) {
+        for (&r, out) in ids.iter().zip(dst.chunks_exact_mut(self.dim)) {
+            // SAFETY: the shared view lives for this copy only; a `&mut` to the same row held on
+            // this thread meanwhile would already break `row_mut`'s contract.
+            out.copy_from_slice(unsafe { self.row(r) });
+        }
+    }
+
     /// Row `row` for updating.
     ///
     /// # Safety

@@ -12,8 +12,9 @@
 /// Partial sums kept by [`dot`]: two AVX2 registers, or one AVX-512 register.
 pub const LANES: usize = 16;
 
+/// `a b + c`, fused when `FMA` (the functions are compiled for FMA then).
 #[inline(always)]
-fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+pub(crate) fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FMA {
         a.mul_add(b, c)
     } else {

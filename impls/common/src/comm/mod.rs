@@ -200,18 +200,15 @@ pub trait Communicator {
     ) -> Result<Vec<u32>, CommError>;
     /// Collective: returns once every rank has entered it.
     fn barrier(&self) -> Result<(), CommError>;
-    /// Sends `bytes` to rank `dest` as one point-to-point message, for protocols that are not
-    /// collectives (LDA's master and workers). Messages from one rank to another arrive in the
-    /// order sent, as in MPI, and never match a collective's. Not counted in [`CommStats`]: the
-    /// protocols that use them keep their own byte counts.
-    fn send_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError>;
-    /// Blocks for the next message of [`Communicator::send_bytes`] from `source` (from any rank
-    /// when `None`); returns its sender and bytes.
-    fn receive_bytes(&self, source: Option<usize>) -> Result<(usize, Vec<u8>), CommError>;
-    /// [`Communicator::receive_bytes`] without blocking: `None` when no such message is there.
-    fn try_receive_bytes(
+    /// Backend part of [`Communicator::send_bytes`], called with `dest` already checked.
+    fn post_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError>;
+    /// Backend part of the receives: the next [`Communicator::send_bytes`] message from `source`
+    /// (any rank when `None`, already checked), waiting for it when `block`, else `None` when it
+    /// has not arrived.
+    fn take_bytes(
         &self,
         source: Option<usize>,
+        block: bool,
     ) -> Result<Option<(usize, Vec<u8>)>, CommError>;
     /// What this rank has communicated so far, over all communicators split from the same world.
     fn stats(&self) -> CommStats;
@@ -223,6 +220,31 @@ pub trait Communicator {
         let (q, i) = (self.size(), self.rank());
         let o = offset % q;
         self.send_recv_f64(phase, send, (i + q - o) % q, (i + o) % q)
+    }
+    /// Sends `bytes` to rank `dest` as one point-to-point message, for protocols that are not
+    /// collectives (LDA's master and workers). Messages from one rank to another arrive in the
+    /// order sent, as in MPI, and never match a collective's. Not counted in [`CommStats`]: the
+    /// protocols that use them keep their own byte counts.
+    fn send_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError> {
+        check::peer("send", dest, self.size())?;
+        self.post_bytes(dest, bytes)
+    }
+    /// Blocks for the next message of [`Communicator::send_bytes`] from `source` (from any rank
+    /// when `None`); returns its sender and bytes.
+    fn receive_bytes(&self, source: Option<usize>) -> Result<(usize, Vec<u8>), CommError> {
+        check::source("receive", source, self.size())?;
+        self.take_bytes(source, true)?.ok_or(CommError::PeerExited {
+            rank: source.unwrap_or(usize::MAX),
+            waiting: self.rank(),
+        })
+    }
+    /// [`Communicator::receive_bytes`] without blocking: `None` when no such message is there.
+    fn try_receive_bytes(
+        &self,
+        source: Option<usize>,
+    ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
+        check::source("receive", source, self.size())?;
+        self.take_bytes(source, false)
     }
     /// [`Communicator::shift_f64`] for indices.
     fn shift_u32(&self, phase: Phase, send: &[u32], offset: usize) -> Result<Vec<u32>, CommError> {
@@ -295,6 +317,22 @@ pub(crate) mod check {
             });
         }
         Ok(())
+    }
+
+    /// A send-receive to `dest` and from `source`.
+    pub fn peers(dest: usize, source: usize, size: usize) -> Result<(), CommError> {
+        if dest >= size || source >= size {
+            return Err(CommError::Usage {
+                call: "send-receive",
+                message: format!("peers {dest} and {source} in a communicator of {size} ranks"),
+            });
+        }
+        Ok(())
+    }
+
+    /// A receive from `source`, or from anyone.
+    pub fn source(call: &'static str, source: Option<usize>, size: usize) -> Result<(), CommError> {
+        source.map_or(Ok(()), |s| peer(call, s, size))
     }
 
     /// A broadcast from `root`.

@@ -126,13 +126,7 @@ impl MpiComm {
         dest: usize,
         source: usize,
     ) -> Result<Vec<T>, CommError> {
-        let q = self.size();
-        if dest >= q || source >= q {
-            return Err(CommError::Usage {
-                call: "send-receive",
-                message: format!("peers {dest} and {source} in a communicator of {q} ranks"),
-            });
-        }
+        check::peers(dest, source, self.size())?;
         let got = self.timed(phase, || {
             mpi::request::scope(|scope| {
                 let sent = self
@@ -296,52 +290,39 @@ impl Communicator for MpiComm {
         Ok(())
     }
 
-    fn send_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError> {
-        check::peer("send", dest, self.size())?;
+    fn post_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError> {
         self.comm
             .process_at_rank(dest as i32)
             .send_with_tag(bytes, POINT_TO_POINT_TAG);
         Ok(())
     }
 
-    fn receive_bytes(&self, source: Option<usize>) -> Result<(usize, Vec<u8>), CommError> {
-        let probed = match source {
-            Some(s) => {
-                check::peer("receive", s, self.size())?;
-                self.comm
-                    .process_at_rank(s as i32)
-                    .matched_probe_with_tag(POINT_TO_POINT_TAG)
-            }
-            None => self
-                .comm
-                .any_process()
-                .matched_probe_with_tag(POINT_TO_POINT_TAG),
-        };
-        let source = probed.1.source_rank() as usize;
-        let (bytes, _) = probed.matched_receive_vec::<u8>();
-        Ok((source, bytes))
-    }
-
-    fn try_receive_bytes(
+    fn take_bytes(
         &self,
         source: Option<usize>,
+        block: bool,
     ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
-        let probed = match source {
-            Some(s) => {
-                check::peer("receive", s, self.size())?;
+        let tag = POINT_TO_POINT_TAG;
+        let probed = match (source, block) {
+            (Some(s), true) => Some(
                 self.comm
                     .process_at_rank(s as i32)
-                    .immediate_matched_probe_with_tag(POINT_TO_POINT_TAG)
-            }
-            None => self
+                    .matched_probe_with_tag(tag),
+            ),
+            (Some(s), false) => self
+                .comm
+                .process_at_rank(s as i32)
+                .immediate_matched_probe_with_tag(tag),
+            (None, true) => Some(self.comm.any_process().matched_probe_with_tag(tag)),
+            (None, false) => self
                 .comm
                 .any_process()
-                .immediate_matched_probe_with_tag(POINT_TO_POINT_TAG),
+                .immediate_matched_probe_with_tag(tag),
         };
         Ok(probed.map(|probed| {
-            let source = probed.1.source_rank() as usize;
+            let sender = probed.1.source_rank() as usize;
             let (bytes, _) = probed.matched_receive_vec::<u8>();
-            (source, bytes)
+            (sender, bytes)
         }))
     }
 

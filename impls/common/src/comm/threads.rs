@@ -220,33 +220,19 @@ impl ThreadComm {
         }
     }
 
-    /// The first point-to-point message from `source` (any member when `None`) that arrived,
-    /// parked or in the inbox; without `block`, `None` when there is none yet.
-    fn take_message(
+    fn send_recv<T: Word>(
         &self,
-        source: Option<usize>,
-        block: bool,
-    ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
-        let world_src = source.map(|s| self.members[s]);
-        let matches = |e: &Envelope| {
-            e.ctx == self.ctx
-                && e.seq == POINT_TO_POINT
-                && world_src.is_none_or(|w| e.src == w)
-                && self.members.contains(&e.src)
-        };
-        let Some(env) = self.find_envelope(matches, world_src, block)? else {
-            return Ok(None);
-        };
-        let sender = self
-            .members
-            .iter()
-            .position(|&m| m == env.src)
-            .unwrap_or(usize::MAX);
-        let bytes = u8::unwrap(env.payload).ok_or(CommError::Usage {
-            call: "receive",
-            message: "a point-to-point message that is not bytes".into(),
-        })?;
-        Ok(Some((sender, bytes)))
+        phase: Phase,
+        send: &[T],
+        dest: usize,
+        source: usize,
+    ) -> Result<Vec<T>, CommError> {
+        check::peers(dest, source, self.size())?;
+        self.timed(phase, || {
+            let seq = self.next_call();
+            self.post(Some(phase), dest, seq, 0, send.to_vec())?;
+            self.take(Some(phase), source, seq, 0)
+        })
     }
 
     fn timed<R>(&self, phase: Phase, f: impl FnOnce() -> R) -> R {
@@ -459,11 +445,7 @@ impl Communicator for ThreadComm {
         dest: usize,
         source: usize,
     ) -> Result<Vec<f64>, CommError> {
-        self.timed(phase, || {
-            let seq = self.next_call();
-            self.post(Some(phase), dest, seq, 0, send.to_vec())?;
-            self.take(Some(phase), source, seq, 0)
-        })
+        self.send_recv(phase, send, dest, source)
     }
 
     fn send_recv_u32(
@@ -473,11 +455,7 @@ impl Communicator for ThreadComm {
         dest: usize,
         source: usize,
     ) -> Result<Vec<u32>, CommError> {
-        self.timed(phase, || {
-            let seq = self.next_call();
-            self.post(Some(phase), dest, seq, 0, send.to_vec())?;
-            self.take(Some(phase), source, seq, 0)
-        })
+        self.send_recv(phase, send, dest, source)
     }
 
     fn barrier(&self) -> Result<(), CommError> {
@@ -495,30 +473,35 @@ impl Communicator for ThreadComm {
         Ok(())
     }
 
-    fn send_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError> {
-        check::peer("send", dest, self.size())?;
+    fn post_bytes(&self, dest: usize, bytes: &[u8]) -> Result<(), CommError> {
         self.post(None, dest, POINT_TO_POINT, 0, bytes.to_vec())
     }
 
-    fn receive_bytes(&self, source: Option<usize>) -> Result<(usize, Vec<u8>), CommError> {
-        if let Some(s) = source {
-            check::peer("receive", s, self.size())?;
-        }
-        self.take_message(source, true)?
-            .ok_or(CommError::PeerExited {
-                rank: source.unwrap_or(usize::MAX),
-                waiting: self.core.world_rank,
-            })
-    }
-
-    fn try_receive_bytes(
+    fn take_bytes(
         &self,
         source: Option<usize>,
+        block: bool,
     ) -> Result<Option<(usize, Vec<u8>)>, CommError> {
-        if let Some(s) = source {
-            check::peer("receive", s, self.size())?;
-        }
-        self.take_message(source, false)
+        let world_src = source.map(|s| self.members[s]);
+        let matches = |e: &Envelope| {
+            e.ctx == self.ctx
+                && e.seq == POINT_TO_POINT
+                && world_src.is_none_or(|w| e.src == w)
+                && self.members.contains(&e.src)
+        };
+        let Some(env) = self.find_envelope(matches, world_src, block)? else {
+            return Ok(None);
+        };
+        let sender = self
+            .members
+            .iter()
+            .position(|&m| m == env.src)
+            .unwrap_or(usize::MAX);
+        let bytes = u8::unwrap(env.payload).ok_or(CommError::Usage {
+            call: "receive",
+            message: "a point-to-point message that is not bytes".into(),
+        })?;
+        Ok(Some((sender, bytes)))
     }
 
     fn stats(&self) -> CommStats {
