@@ -277,18 +277,19 @@ fn the_counting_formulas_equal_the_in_process_counts() {
 
 #[test]
 fn point_to_point_messages_keep_their_order_and_do_not_mix_with_collectives() {
-    // Ranks 1 and 2 each send three messages to rank 0, with a collective in between; rank 0
-    // receives from anyone, so the interleaving of senders is free but each sender's order is not.
+    // Ranks 1 and 2 each send three messages to rank 0; rank 1 sends its first before an
+    // all-reduce, rank 2 all of them after it. Rank 0 receives from anyone, so the interleaving
+    // of senders is free but each sender's order is not. Before rank 0 enters the all-reduce,
+    // rank 2 cannot have finished it, so nothing from rank 2 can be there yet.
     let runs = run(3, |c| {
         if c.rank() == 0 {
             assert_eq!(c.try_receive_bytes(Some(2))?.map(|m| m.0), None::<usize>);
-            let mut got = Vec::new();
-            for _ in 0..2 {
-                got.push(c.receive_bytes(None)?);
-            }
+            let first = c.receive_bytes(None)?;
+            assert_eq!(first.0, 1, "only rank 1 sends before the all-reduce");
+            let mut got = vec![first];
             let mut sum = [1.0];
             c.all_reduce_sum(Phase::Reduction, &mut sum)?;
-            for _ in 0..4 {
+            for _ in 0..5 {
                 got.push(c.receive_bytes(None)?);
             }
             let none_left = c.try_receive_bytes(None)?.is_none();
@@ -296,9 +297,14 @@ fn point_to_point_messages_keep_their_order_and_do_not_mix_with_collectives() {
             Ok((got, sum[0], none_left))
         } else {
             let me = c.rank() as u8;
-            c.send_bytes(0, &[me, 0])?;
+            if me == 1 {
+                c.send_bytes(0, &[me, 0])?;
+            }
             let mut sum = [1.0];
             c.all_reduce_sum(Phase::Reduction, &mut sum)?;
+            if me == 2 {
+                c.send_bytes(0, &[me, 0])?;
+            }
             c.send_bytes(0, &[me, 1])?;
             c.send_bytes(0, &[me, 2, 9, 9])?;
             let reply = if me == 1 {
