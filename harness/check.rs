@@ -93,9 +93,11 @@ impl Baseline {
             path: path.to_path_buf(),
             source,
         })?;
-        std::fs::write(path, json + "\n").map_err(|source| BaselineError::Io {
-            path: path.to_path_buf(),
-            source,
+        crate::results::write_atomic(path, (json + "\n").as_bytes()).map_err(|err| {
+            BaselineError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::other(format!("{err:#}")),
+            }
         })
     }
 
@@ -277,7 +279,7 @@ pub fn check_with(
     options: &CheckOptions,
 ) -> CheckReport {
     let mut report = CheckReport {
-        claims: claims::evaluate(&config.claims, rows),
+        claims: claims::evaluate(config, rows),
         ..CheckReport::default()
     };
     let Some(baseline) = baseline else {
@@ -526,7 +528,7 @@ mod tests {
         let mut cfg = config();
         cfg.claims.push(crate::config::ClaimConfig::Equivalence {
             name: "eq".to_string(),
-            max_rel_error: 1e-9,
+            max_rel_error: Some(1e-9),
         });
         let report = check(&rows(1.0, 0.1, &[10]), &cfg, None, 1.5);
         assert!(!report.claims_passed() && !report.passed());

@@ -1,27 +1,39 @@
 //! Claims: checkable statements about stored results (`claims:` in an experiment file).
 //!
+//! A claim is resolved once, by [`resolve`], from its [`ClaimConfig`] into a [`ResolvedClaim`]:
+//! names checked against the variants and parameters, bounds in one shape, `at` split into fixed
+//! values and extremes, the equivalence tolerance taken from `equivalence.rel_tol`. The plan's
+//! validation reports what [`resolve`] finds wrong ([`ClaimProblem`]s, each with the YAML path of
+//! the offending key), and [`evaluate`] checks the same typed claims against the rows.
+//!
 //! Every claim works on medians over repetitions: rows are grouped by (`point`, `variant`) and
 //! the median of the claimed column is taken in each group, so one noisy repetition cannot make
 //! or break a claim. Kinds:
 //!
-//! - `equivalence`: the largest recorded `equiv_rel_error` is at most `max_rel_error`.
+//! - `equivalence`: every recorded `equiv_rel_error` is at most `equivalence.rel_tol` (the one
+//!   tolerance of the experiment), and every variant but the reference carries one at every point.
 //! - `ratio`: median(numerator) / median(denominator) at the same point, at every point
-//!   selected by `at`, lies within `[at_least, at_most]`.
+//!   selected by `at`, lies within `[at_least, at_most]`; `difference` likewise for
+//!   median(minuend) - median(subtrahend).
+//! - `bound`: median(column of one variant) lies within `[at_least, at_most]` at every selected
+//!   point: a column against a constant (`metric_model_exact` equal to 1, say).
 //! - `slope`: ordinary least squares of ln(median column) on ln(x) over the selected points,
 //!   per variant; the slope must lie in `[min, max]` (1 = linear scaling, -1 = perfect strong
 //!   scaling in threads).
 //! - `scaling`: for one variant, median(column at `param` = `from`) / median(column at
 //!   `param` = `to`) with all other parameters equal (a speedup when `param` is `threads`), at
 //!   least `at_least` for every such pair of points.
-//! - `share`: the median over repetitions of `phase / sum of all phases` lies within bounds.
+//! - `share`: the median over repetitions of `phase / wall time` lies within bounds.
 //!
 //! `at` keeps rows whose parameter equals a value; `max`/`min` keep the rows at the largest or
-//! smallest value of that parameter (applied after the fixed values, in key order). A claim
-//! that matches no rows fails and says so, because silence would hide a renamed variant or an
-//! emptied sweep. Cost: O(rows log rows) per claim.
+//! smallest value of that parameter (applied after the fixed values, in key order). Nothing is
+//! skipped: a claim fails, saying what is missing, when its selection matches no row, when a
+//! variant it names has no rows at a selected point, or when those rows lack the column, because
+//! a claim that passed on whatever was left would hide a renamed variant, an emptied sweep or a
+//! metric a variant stopped reporting. Cost: O(rows log rows) per claim.
 
-use crate::config::ClaimConfig;
-use crate::model::{ResultRow, Value};
+use crate::config::{ClaimConfig, EquivalenceConfig, ExperimentConfig};
+use crate::model::{Params, ResultRow, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The verdict on one claim, with measured and required values side by side in `detail`.
@@ -34,6 +46,891 @@ pub struct ClaimOutcome {
 
 /// Number of failing points listed in a detail before the rest are counted.
 const MAX_LISTED: usize = 5;
+
+// ---------------------------------------------------------------------------------------------
+// The typed form.
+// ---------------------------------------------------------------------------------------------
+
+/// A claim resolved from its [`ClaimConfig`]; only [`resolve`] makes them (or tests, by hand).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedClaim {
+    pub name: String,
+    pub check: Check,
+}
+
+/// What a resolved claim checks. Variant names are ones the experiment runs, columns are result
+/// columns (or parameters where noted), bounds are non-empty and ordered.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Check {
+    /// Every `equiv_rel_error` is at most `max_rel_error`; with a `reference`, every other
+    /// variant carries one at every point.
+    Equivalence {
+        max_rel_error: f64,
+        reference: Option<String>,
+    },
+    /// `how`(median `column` of `left`, median `column` of `right`) at every selected point
+    /// (`left` differs from `right`; `column` may be a parameter).
+    Compare {
+        how: Comparison,
+        column: String,
+        left: String,
+        right: String,
+        bounds: Bounds,
+        at: Selection,
+    },
+    /// Median `column` of `variant` at every selected point.
+    Bound {
+        variant: String,
+        column: String,
+        bounds: Bounds,
+        at: Selection,
+    },
+    /// Log-log slope of `column` against `x` per variant, within `range`.
+    Slope {
+        x: String,
+        column: String,
+        variants: Vec<String>,
+        range: Bounds,
+        at: Selection,
+    },
+    /// Median `column` at `param` = `from` over the one at `param` = `to`, per group of points
+    /// equal but for `param`.
+    Scaling {
+        variant: String,
+        column: String,
+        param: String,
+        from: End,
+        to: End,
+        bounds: Bounds,
+        at: Selection,
+    },
+    /// Median share of `phase` in the wall time of `variant` at every selected point.
+    Share {
+        variant: String,
+        phase: String,
+        bounds: Bounds,
+        at: Selection,
+    },
+}
+
+/// How two variants' medians at one point are compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    Ratio,
+    Difference,
+}
+
+/// One end of a `scaling` claim: a value of the parameter, or its extreme in each group.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum End {
+    Value(f64),
+    Min,
+    Max,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extreme {
+    Min,
+    Max,
+}
+
+/// An `at` selection: fixed values first, then extremes, each in key order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selection {
+    pub fixed: Vec<(String, Value)>,
+    pub extremes: Vec<(String, Extreme)>,
+}
+
+/// `[at_least, at_most]`, either side open; never both open in a resolved claim.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    pub at_least: Option<f64>,
+    pub at_most: Option<f64>,
+}
+
+/// One thing wrong with a claim, found by [`resolve`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimProblem {
+    /// Index of the claim in the list given to [`resolve`].
+    pub claim: usize,
+    /// Keys below the claim's list item leading to the offending value (`["at", "size"]`);
+    /// empty for the claim as a whole.
+    pub path: Vec<String>,
+    /// A word to point at inside that node (a variant name inside a list), when there is one.
+    pub token: Option<String>,
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+/// What claims are resolved against.
+#[derive(Clone, Copy, Debug)]
+pub struct Scope<'a> {
+    /// The variants the experiment runs.
+    pub variants: &'a [&'a str],
+    /// Parameter names the family knows (`threads` and `backend` included); `None` accepts any.
+    pub params: Option<&'a [&'a str]>,
+    /// The experiment's `equivalence:` section (its `rel_tol` is the equivalence tolerance).
+    pub equivalence: Option<&'a EquivalenceConfig>,
+    /// The points the claims will be evaluated on; `None` skips the checks against the grid.
+    pub grid: Option<Grid<'a>>,
+}
+
+/// The expanded points of a run, for the checks of claims against the grid.
+#[derive(Clone, Copy, Debug)]
+pub struct Grid<'a> {
+    pub points: &'a [Params],
+    /// Whether a fixed value (`at`, scaling `from`/`to`) absent from the grid, or a slope over
+    /// one x value, is an error. False where the full claims are checked on a quick run's
+    /// smaller grid: they may then fail at evaluation, saying so. A check that would let a claim
+    /// pass vacuously (a scaling `from` and `to` on the same value) is made either way.
+    pub exact: bool,
+    /// The grid is a quick run's (for the messages).
+    pub quick: bool,
+}
+
+impl Grid<'_> {
+    fn name(&self) -> &'static str {
+        if self.quick {
+            "the quick grid"
+        } else {
+            "the grid"
+        }
+    }
+}
+
+impl<'a> Scope<'a> {
+    /// The scope of a stored or finished run of `config` (`variants` holds its variants): no
+    /// parameter list and no grid, which the plan already checked.
+    pub fn of_run(config: &'a ExperimentConfig, variants: &'a [&'a str]) -> Self {
+        Scope {
+            variants,
+            params: None,
+            equivalence: config.equivalence.as_ref(),
+            grid: None,
+        }
+    }
+}
+
+/// Resolves `claims` into their typed form, or says everything that is wrong with them.
+pub fn resolve(
+    claims: &[ClaimConfig],
+    scope: &Scope,
+) -> Result<Vec<ResolvedClaim>, Vec<ClaimProblem>> {
+    let mut resolved = Vec::with_capacity(claims.len());
+    let mut problems = Vec::new();
+    let mut names = BTreeSet::new();
+    for (i, claim) in claims.iter().enumerate() {
+        if !names.insert(claim.name()) {
+            problems.push(ClaimProblem {
+                claim: i,
+                path: vec!["name".to_string()],
+                token: None,
+                message: format!("claim name `{}` is used twice", claim.name()),
+                help: Some("give each claim its own name".to_string()),
+            });
+        }
+        match resolve_one(i, claim, scope) {
+            Ok(r) => resolved.push(r),
+            Err(p) => problems.extend(p),
+        }
+    }
+    if problems.is_empty() {
+        Ok(resolved)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Whether `name` is a result column: `wall_time_s`, `equiv_rel_error`, `phase_<name>_s` or
+/// `metric_<name>`.
+pub fn is_result_column(name: &str) -> bool {
+    name == "wall_time_s"
+        || name == "equiv_rel_error"
+        || (name.starts_with("phase_") && name.ends_with("_s") && name.len() > "phase__s".len())
+        || (name.starts_with("metric_") && name.len() > "metric_".len())
+}
+
+/// Collects the problems of one claim while resolving it.
+struct Resolver<'s, 'a> {
+    scope: &'s Scope<'a>,
+    index: usize,
+    name: &'s str,
+    problems: Vec<ClaimProblem>,
+}
+
+fn list(names: &[&str]) -> String {
+    names.join(", ")
+}
+
+fn is_extreme(v: &Value) -> Option<Extreme> {
+    match v.as_str() {
+        Some("max") => Some(Extreme::Max),
+        Some("min") => Some(Extreme::Min),
+        _ => None,
+    }
+}
+
+impl Resolver<'_, '_> {
+    fn problem(
+        &mut self,
+        path: &[&str],
+        token: Option<&str>,
+        message: String,
+        help: Option<String>,
+    ) {
+        self.problems.push(ClaimProblem {
+            claim: self.index,
+            path: path.iter().map(|k| k.to_string()).collect(),
+            token: token.map(str::to_string),
+            message: format!("claim `{}`{message}", self.name),
+            help,
+        });
+    }
+
+    fn params_help(&self, what: &str) -> String {
+        format!(
+            "{what}{}",
+            self.scope
+                .params
+                .map(|p| format!(" ({})", list(p)))
+                .unwrap_or_default()
+        )
+    }
+
+    fn known_param(&self, name: &str) -> bool {
+        self.scope.params.is_none_or(|p| p.contains(&name))
+    }
+
+    fn variant(&mut self, key: &str, name: &str) -> String {
+        if !self.scope.variants.contains(&name) {
+            let help = format!("use one of: {}", list(self.scope.variants));
+            self.problem(
+                &[key],
+                Some(name),
+                format!(": variant `{name}` is not among the variants run"),
+                Some(help),
+            );
+        }
+        name.to_string()
+    }
+
+    /// A result column, or (with `params_too`) a parameter.
+    fn column(&mut self, column: &str, params_too: bool) -> String {
+        let ok = is_result_column(column) || (params_too && self.known_param(column));
+        if !ok {
+            let mut help =
+                "use `wall_time_s`, `equiv_rel_error`, `phase_<name>_s`, `metric_<name>`"
+                    .to_string();
+            if params_too {
+                if let Some(p) = self.scope.params {
+                    help.push_str(&format!(" or a parameter ({})", list(p)));
+                }
+            }
+            self.problem(
+                &["column"],
+                None,
+                format!(": unknown column `{column}`"),
+                Some(help),
+            );
+        }
+        column.to_string()
+    }
+
+    fn param(&mut self, key: &str, name: &str) {
+        if !self.known_param(name) {
+            let help = self.params_help("use a parameter");
+            self.problem(
+                &[key],
+                None,
+                format!(": unknown parameter `{name}`"),
+                Some(help),
+            );
+        }
+    }
+
+    fn bounds(&mut self, at_least: Option<f64>, at_most: Option<f64>) -> Bounds {
+        let bounds = Bounds { at_least, at_most };
+        if bounds.is_empty() {
+            self.problem(
+                &[],
+                None,
+                " sets no bound".to_string(),
+                Some("add `at_least:` and/or `at_most:`".to_string()),
+            );
+        }
+        for (key, v) in [("at_least", at_least), ("at_most", at_most)] {
+            if v.is_some_and(f64::is_nan) {
+                self.problem(
+                    &[key],
+                    None,
+                    format!(": `{key}` is NaN"),
+                    Some("give a number".to_string()),
+                );
+            }
+        }
+        if let (Some(lo), Some(hi)) = (at_least, at_most) {
+            if lo > hi {
+                self.problem(
+                    &["at_least"],
+                    None,
+                    format!(": at_least {lo} is above at_most {hi}, so nothing can pass"),
+                    Some("swap them".to_string()),
+                );
+            }
+        }
+        bounds
+    }
+
+    /// Two operands of a ratio or difference must differ: a variant against itself is 1 (or 0)
+    /// at every point, whatever was measured.
+    fn distinct(&mut self, how: Comparison, keys: (&str, &str), left: &str, right: &str) {
+        if left == right {
+            let (result, nouns) = match how {
+                Comparison::Ratio => ("the ratio is 1", "numerator and denominator"),
+                Comparison::Difference => ("the difference is 0", "minuend and subtrahend"),
+            };
+            self.problem(
+                &[keys.1],
+                Some(right),
+                format!(
+                    ": {nouns} are both `{left}`, so {result} at every point whatever was measured"
+                ),
+                Some(
+                    "compare two different variants, or a column with a constant: `kind: bound`"
+                        .to_string(),
+                ),
+            );
+        }
+    }
+
+    fn selection(&mut self, at: &BTreeMap<String, Value>) -> Selection {
+        let mut sel = Selection::default();
+        for (key, value) in at {
+            if !self.known_param(key) {
+                let help = self.params_help("use a parameter");
+                self.problem(
+                    &["at", key],
+                    None,
+                    format!(": `at` names unknown parameter `{key}`"),
+                    Some(help),
+                );
+                continue;
+            }
+            match is_extreme(value) {
+                Some(e) => sel.extremes.push((key.clone(), e)),
+                None => sel.fixed.push((key.clone(), value.clone())),
+            }
+        }
+        if let Some(grid) = self.scope.grid {
+            self.selection_on_grid(&sel, grid);
+        }
+        sel
+    }
+
+    fn selection_on_grid(&mut self, sel: &Selection, grid: Grid) {
+        let on = |p: &Params, key: &str| p.get(key).cloned();
+        for (key, value) in &sel.fixed {
+            let in_grid = grid
+                .points
+                .iter()
+                .any(|p| p.get(key).is_some_and(|v| values_equal(v, value)));
+            if grid.exact && !in_grid {
+                self.problem(
+                    &["at", key],
+                    None,
+                    format!(
+                        ": `at: {{{key}: {value}}}` matches no point of {}",
+                        grid.name()
+                    ),
+                    Some(format!(
+                        "use a value `{key}` takes in `params`/`sweep`, or `max` / `min`"
+                    )),
+                );
+            }
+        }
+        for (key, e) in &sel.extremes {
+            let numeric = grid
+                .points
+                .iter()
+                .any(|p| on(p, key).and_then(|v| v.as_f64()).is_some());
+            if !numeric {
+                let word = if *e == Extreme::Max { "max" } else { "min" };
+                self.problem(
+                    &["at", key],
+                    None,
+                    format!(
+                        ": `at: {{{key}: {word}}}` needs numeric values of `{key}`, and {} has none",
+                        grid.name()
+                    ),
+                    Some(format!(
+                        "set `{key}` in `params`/`sweep` to numbers, or select a fixed value"
+                    )),
+                );
+            }
+        }
+    }
+}
+
+fn resolve_one(
+    index: usize,
+    claim: &ClaimConfig,
+    scope: &Scope,
+) -> Result<ResolvedClaim, Vec<ClaimProblem>> {
+    let mut r = Resolver {
+        scope,
+        index,
+        name: claim.name(),
+        problems: Vec::new(),
+    };
+    let check = match claim {
+        ClaimConfig::Equivalence { max_rel_error, .. } => {
+            let eq = scope.equivalence;
+            if eq.is_none() {
+                r.problem(
+                    &[],
+                    None,
+                    " checks equivalence, but the experiment has no `equivalence:` section"
+                        .to_string(),
+                    Some("add `equivalence: {reference: VARIANT, rel_tol: TOL}`".to_string()),
+                );
+            }
+            let tolerance = match (max_rel_error, eq) {
+                (Some(m), _) if m.is_nan() || *m < 0.0 => {
+                    r.problem(
+                        &["max_rel_error"],
+                        None,
+                        format!(": max_rel_error is {m}"),
+                        Some("leave it out: the claim uses `equivalence.rel_tol`".to_string()),
+                    );
+                    *m
+                }
+                (Some(m), Some(eq)) if *m != eq.rel_tol => {
+                    r.problem(
+                        &["max_rel_error"],
+                        None,
+                        format!(
+                            ": max_rel_error {m} differs from `equivalence.rel_tol` {}, the experiment's one equivalence tolerance",
+                            eq.rel_tol
+                        ),
+                        Some(
+                            "leave max_rel_error out (the claim uses rel_tol), or change rel_tol"
+                                .to_string(),
+                        ),
+                    );
+                    *m
+                }
+                (Some(m), _) => *m,
+                (None, Some(eq)) => eq.rel_tol,
+                (None, None) => f64::NAN,
+            };
+            Check::Equivalence {
+                max_rel_error: tolerance,
+                reference: eq.map(|e| e.reference.clone()),
+            }
+        }
+        ClaimConfig::Ratio {
+            column,
+            numerator,
+            denominator,
+            at_least,
+            at_most,
+            at,
+            ..
+        } => {
+            let left = r.variant("numerator", numerator);
+            let right = r.variant("denominator", denominator);
+            r.distinct(
+                Comparison::Ratio,
+                ("numerator", "denominator"),
+                &left,
+                &right,
+            );
+            Check::Compare {
+                how: Comparison::Ratio,
+                column: r.column(column, true),
+                left,
+                right,
+                bounds: r.bounds(*at_least, *at_most),
+                at: r.selection(at),
+            }
+        }
+        ClaimConfig::Difference {
+            column,
+            minuend,
+            subtrahend,
+            at_least,
+            at_most,
+            at,
+            ..
+        } => {
+            let left = r.variant("minuend", minuend);
+            let right = r.variant("subtrahend", subtrahend);
+            r.distinct(
+                Comparison::Difference,
+                ("minuend", "subtrahend"),
+                &left,
+                &right,
+            );
+            Check::Compare {
+                how: Comparison::Difference,
+                column: r.column(column, true),
+                left,
+                right,
+                bounds: r.bounds(*at_least, *at_most),
+                at: r.selection(at),
+            }
+        }
+        ClaimConfig::Bound {
+            variant,
+            column,
+            at_least,
+            at_most,
+            at,
+            ..
+        } => Check::Bound {
+            variant: r.variant("variant", variant),
+            column: r.column(column, false),
+            bounds: r.bounds(*at_least, *at_most),
+            at: r.selection(at),
+        },
+        ClaimConfig::Slope {
+            x,
+            column,
+            variants,
+            min,
+            max,
+            at,
+            ..
+        } => {
+            if variants.is_empty() {
+                let help = format!("list some of: {}", list(scope.variants));
+                r.problem(
+                    &["variants"],
+                    None,
+                    ": no variants listed".to_string(),
+                    Some(help),
+                );
+            }
+            let variants: Vec<String> = variants.iter().map(|v| r.variant("variants", v)).collect();
+            if !(x.starts_with("metric_") || r.known_param(x)) {
+                let help = r.params_help("use a parameter");
+                r.problem(
+                    &["x"],
+                    None,
+                    format!(": unknown x `{x}`"),
+                    Some(format!("{help} or a `metric_<name>` column")),
+                );
+            }
+            if min.is_nan() || max.is_nan() || min > max {
+                r.problem(
+                    &["min"],
+                    None,
+                    format!(": min {min} is above max {max}"),
+                    Some("swap them".to_string()),
+                );
+            }
+            let at = r.selection(at);
+            if !x.starts_with("metric_") {
+                slope_on_grid(&mut r, x, &at);
+            }
+            Check::Slope {
+                x: x.clone(),
+                column: r.column(column, false),
+                variants,
+                range: Bounds {
+                    at_least: Some(*min),
+                    at_most: Some(*max),
+                },
+                at,
+            }
+        }
+        ClaimConfig::Scaling {
+            variant,
+            column,
+            param,
+            from,
+            to,
+            at_least,
+            at,
+            ..
+        } => {
+            let variant = r.variant("variant", variant);
+            r.param("param", param);
+            let column = r.column(column, false);
+            let mut end = |key: &str, v: &Value| match (is_extreme(v), v.as_f64()) {
+                (Some(Extreme::Max), _) => Some(End::Max),
+                (Some(Extreme::Min), _) => Some(End::Min),
+                (None, Some(x)) => Some(End::Value(x)),
+                (None, None) => {
+                    r.problem(
+                        &[key],
+                        None,
+                        format!(": `{key}: {v}` is neither a number nor `max`/`min`"),
+                        Some(format!("give a value of `{param}`, or `max` / `min`")),
+                    );
+                    None
+                }
+            };
+            let (from, to) = (end("from", from), end("to", to));
+            let bounds = r.bounds(Some(*at_least), None);
+            let at = r.selection(at);
+            let (from, to) = (from.unwrap_or(End::Min), to.unwrap_or(End::Max));
+            if from == to {
+                let what = match from {
+                    End::Value(v) => format!("are both {param}={v}"),
+                    End::Min => "are both `min`".to_string(),
+                    End::Max => "are both `max`".to_string(),
+                };
+                r.problem(
+                    &["to"],
+                    None,
+                    format!(": `from` and `to` {what}, so the claim compares a point with itself (a ratio of 1 whatever was measured)"),
+                    Some(format!("give two different values of `{param}`, or `min` and `max`")),
+                );
+            } else {
+                scaling_on_grid(&mut r, param, (from, to), &at);
+            }
+            Check::Scaling {
+                variant,
+                column,
+                param: param.clone(),
+                from,
+                to,
+                bounds,
+                at,
+            }
+        }
+        ClaimConfig::Share {
+            variant,
+            phase,
+            at_least,
+            at_most,
+            at,
+            ..
+        } => Check::Share {
+            variant: r.variant("variant", variant),
+            phase: phase.clone(),
+            bounds: r.bounds(*at_least, *at_most),
+            at: r.selection(at),
+        },
+    };
+    if r.problems.is_empty() {
+        Ok(ResolvedClaim {
+            name: claim.name().to_string(),
+            check,
+        })
+    } else {
+        Err(r.problems)
+    }
+}
+
+/// The grid's points that `at` selects, or `None` (no grid, or an empty selection, which the
+/// `at` checks or the evaluation report).
+fn grid_selection<'g>(
+    grid: Option<Grid<'g>>,
+    at: &Selection,
+) -> Option<(Vec<&'g Params>, Grid<'g>)> {
+    let grid = grid?;
+    let points = at.apply(grid.points, |p, k| p.get(k).cloned()).ok()?;
+    Some((points, grid))
+}
+
+/// A slope over a parameter needs two values of it among the selected points.
+fn slope_on_grid(r: &mut Resolver, x: &str, at: &Selection) {
+    let Some((points, grid)) = grid_selection(r.scope.grid, at) else {
+        return;
+    };
+    let values = distinct_numbers(points.iter().filter_map(|p| p.get(x)?.as_f64()));
+    if grid.exact && values.len() < 2 {
+        let shown: Vec<String> = values.iter().map(|v| fmt_value(*v)).collect();
+        r.problem(
+            &["x"],
+            None,
+            format!(
+                ": `{x}` takes {} value(s) ({}) at the points selected on {}, so no slope can be fitted",
+                values.len(),
+                shown.join(", "),
+                grid.name()
+            ),
+            Some(format!(
+                "sweep two or more values of `{x}`, or select more points with `at`"
+            )),
+        );
+    }
+}
+
+/// `from` and `to` of a scaling claim on the grid: in every group of selected points equal but
+/// for `param`, both must exist and differ.
+fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &Selection) {
+    let Some((points, grid)) = grid_selection(r.scope.grid, at) else {
+        return;
+    };
+    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for p in &points {
+        let mut others = (*p).clone();
+        let x = others.remove(param).and_then(|v| v.as_f64());
+        let group = groups.entry(crate::plan::point_key(&others)).or_default();
+        group.extend(x);
+    }
+    let mut absent: BTreeSet<&str> = BTreeSet::new();
+    for (key, values) in &groups {
+        let values = distinct_numbers(values.iter().copied());
+        let shown: Vec<String> = values.iter().map(|v| fmt_value(*v)).collect();
+        let place = if key.is_empty() {
+            String::new()
+        } else {
+            format!(" (at {key})")
+        };
+        if values.is_empty() {
+            r.problem(
+                &["param"],
+                None,
+                format!(
+                    ": `{param}` has no numeric value at the points selected on {}{place}",
+                    grid.name()
+                ),
+                Some("scale over a numeric parameter, set in `params`/`sweep`".to_string()),
+            );
+            return;
+        }
+        let (x_from, x_to) = (from.resolve(&values), to.resolve(&values));
+        if let (Some(a), Some(b)) = (x_from, x_to) {
+            if nearly_equal(a, b) {
+                r.problem(
+                    &["to"],
+                    None,
+                    format!(
+                        ": `from` and `to` both resolve to {param}={} on {}{place}, where `{param}` takes only {}, so the claim compares a point with itself (a ratio of 1 whatever was measured)",
+                        fmt_value(a),
+                        grid.name(),
+                        shown.join(", ")
+                    ),
+                    Some(format!(
+                        "sweep two or more values of `{param}` there, or give two values it takes"
+                    )),
+                );
+                return;
+            }
+        }
+        for (key, end, x) in [("from", from, x_from), ("to", to, x_to)] {
+            if let (End::Value(v), None) = (end, x) {
+                if grid.exact && absent.insert(key) {
+                    r.problem(
+                        &[key],
+                        None,
+                        format!(
+                            ": `{key}: {}` matches no point of {}{place}, where `{param}` takes {}",
+                            fmt_value(v),
+                            grid.name(),
+                            shown.join(", ")
+                        ),
+                        Some(format!("use a value `{param}` takes, or `max` / `min`")),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Sorted distinct values (equal within rounding).
+fn distinct_numbers(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup_by(|a, b| nearly_equal(*a, *b));
+    v
+}
+
+/// A parameter value as written: integers without a decimal point.
+fn fmt_value(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+impl End {
+    /// The value this end picks among `values` (sorted, distinct); `None` for a fixed value
+    /// not among them.
+    fn resolve(self, values: &[f64]) -> Option<f64> {
+        match self {
+            End::Min => values.first().copied(),
+            End::Max => values.last().copied(),
+            End::Value(v) => values.iter().copied().find(|x| nearly_equal(*x, v)),
+        }
+    }
+}
+
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            End::Min => write!(f, "min"),
+            End::Max => write!(f, "max"),
+            End::Value(v) => write!(f, "{}", fmt_value(*v)),
+        }
+    }
+}
+
+impl Selection {
+    /// The items whose values (`get(item, key)`) match: fixed values first, then extremes over
+    /// what is left. `Err` explains why nothing is left.
+    fn apply<'t, T>(
+        &self,
+        items: &'t [T],
+        get: impl Fn(&T, &str) -> Option<Value>,
+    ) -> Result<Vec<&'t T>, String> {
+        let mut selected: Vec<&T> = items.iter().collect();
+        if selected.is_empty() {
+            return Err("no rows".to_string());
+        }
+        for (key, wanted) in &self.fixed {
+            selected.retain(|item| get(item, key).is_some_and(|v| values_equal(&v, wanted)));
+            if selected.is_empty() {
+                return Err(format!("no rows with {key}={wanted}"));
+            }
+        }
+        for (key, extreme) in &self.extremes {
+            let number = |item: &T| get(item, key).and_then(|v| v.as_f64());
+            let values: Vec<f64> = selected.iter().filter_map(|i| number(i)).collect();
+            let word = if *extreme == Extreme::Max {
+                "max"
+            } else {
+                "min"
+            };
+            let target = match extreme {
+                Extreme::Max => values.iter().copied().reduce(f64::max),
+                Extreme::Min => values.iter().copied().reduce(f64::min),
+            };
+            let Some(target) = target else {
+                return Err(format!(
+                    "no rows with a numeric `{key}` (at: {key}: {word})"
+                ));
+            };
+            selected.retain(|item| number(item) == Some(target));
+        }
+        Ok(selected)
+    }
+
+    fn rows<'r>(&self, rows: &'r [ResultRow]) -> Result<Vec<&'r ResultRow>, String> {
+        self.apply(rows, row_value)
+    }
+}
+
+/// What `at` compares for a row: its parameter, `variant`, or a numeric column.
+fn row_value(row: &ResultRow, key: &str) -> Option<Value> {
+    if let Some(v) = row.params.get(key) {
+        return Some(v.clone());
+    }
+    if key == "variant" {
+        return Some(Value::Str(row.variant.clone()));
+    }
+    column(row, key).map(Value::Float)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation.
+// ---------------------------------------------------------------------------------------------
 
 /// The value of a named column of a row: `wall_time_s`, `equiv_rel_error`, `phase_<name>_s`,
 /// `metric_<name>`, or a numeric parameter. `None` when the row has no such (numeric) value.
@@ -75,101 +972,101 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
-/// Evaluates every claim against `rows` (all rows of one experiment run).
-pub fn evaluate(claims: &[ClaimConfig], rows: &[ResultRow]) -> Vec<ClaimOutcome> {
+/// Evaluates every claim of `config` (the merged configuration of the run: on a quick run, the
+/// quick claims where given) against `rows`, all rows of one run. A claim that does not
+/// resolve (a stored experiment file from before a rule was added, say) fails and says why.
+pub fn evaluate(config: &ExperimentConfig, rows: &[ResultRow]) -> Vec<ClaimOutcome> {
+    let variants: Vec<&str> = config.variants.iter().map(String::as_str).collect();
+    let scope = Scope::of_run(config, &variants);
+    let labels = PointLabels::new(rows);
+    config
+        .claims
+        .iter()
+        .enumerate()
+        .map(|(i, claim)| match resolve_one(i, claim, &scope) {
+            Ok(resolved) => evaluate_one(&resolved, rows, &labels),
+            Err(problems) => ClaimOutcome {
+                name: claim.name().to_string(),
+                passed: false,
+                detail: format!(
+                    "invalid claim: {}",
+                    problems
+                        .iter()
+                        .map(|p| p.message.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            },
+        })
+        .collect()
+}
+
+/// Evaluates resolved claims against `rows` (all rows of one run).
+pub fn evaluate_resolved(claims: &[ResolvedClaim], rows: &[ResultRow]) -> Vec<ClaimOutcome> {
     let labels = PointLabels::new(rows);
     claims
         .iter()
-        .map(|claim| {
-            let (passed, detail) = match claim {
-                ClaimConfig::Equivalence { max_rel_error, .. } => {
-                    equivalence(rows, *max_rel_error, &labels)
-                }
-                ClaimConfig::Ratio {
-                    column,
-                    numerator,
-                    denominator,
-                    at_least,
-                    at_most,
-                    at,
-                    ..
-                } => compare(
-                    rows,
-                    column,
-                    (numerator, denominator),
-                    Comparison::Ratio,
-                    Bounds::new(*at_least, *at_most),
-                    at,
-                    &labels,
-                ),
-                ClaimConfig::Difference {
-                    column,
-                    minuend,
-                    subtrahend,
-                    at_least,
-                    at_most,
-                    at,
-                    ..
-                } => compare(
-                    rows,
-                    column,
-                    (minuend, subtrahend),
-                    Comparison::Difference,
-                    Bounds::new(*at_least, *at_most),
-                    at,
-                    &labels,
-                ),
-                ClaimConfig::Slope {
-                    x,
-                    column,
-                    variants,
-                    min,
-                    max,
-                    at,
-                    ..
-                } => slope(rows, x, column, variants, *min, *max, at),
-                ClaimConfig::Scaling {
-                    variant,
-                    column,
-                    param,
-                    from,
-                    to,
-                    at_least,
-                    at,
-                    ..
-                } => scaling(
-                    rows,
-                    variant,
-                    column,
-                    param,
-                    (from, to),
-                    Bounds::new(Some(*at_least), None),
-                    at,
-                    &labels,
-                ),
-                ClaimConfig::Share {
-                    variant,
-                    phase,
-                    at_least,
-                    at_most,
-                    at,
-                    ..
-                } => share(
-                    rows,
-                    variant,
-                    phase,
-                    Bounds::new(*at_least, *at_most),
-                    at,
-                    &labels,
-                ),
-            };
-            ClaimOutcome {
-                name: claim.name().to_string(),
-                passed,
-                detail,
-            }
-        })
+        .map(|c| evaluate_one(c, rows, &labels))
         .collect()
+}
+
+fn evaluate_one(claim: &ResolvedClaim, rows: &[ResultRow], labels: &PointLabels) -> ClaimOutcome {
+    let (passed, detail) = match &claim.check {
+        Check::Equivalence {
+            max_rel_error,
+            reference,
+        } => equivalence(rows, *max_rel_error, reference.as_deref(), labels),
+        Check::Compare {
+            how,
+            column,
+            left,
+            right,
+            bounds,
+            at,
+        } => compare(rows, column, (left, right), *how, *bounds, at, labels),
+        Check::Bound {
+            variant,
+            column,
+            bounds,
+            at,
+        } => bound(rows, variant, column, *bounds, at, labels),
+        Check::Slope {
+            x,
+            column,
+            variants,
+            range,
+            at,
+        } => slope(rows, x, column, variants, *range, at, labels),
+        Check::Scaling {
+            variant,
+            column,
+            param,
+            from,
+            to,
+            bounds,
+            at,
+        } => scaling(
+            rows,
+            variant,
+            column,
+            param,
+            (*from, *to),
+            *bounds,
+            at,
+            labels,
+        ),
+        Check::Share {
+            variant,
+            phase,
+            bounds,
+            at,
+        } => share(rows, variant, phase, *bounds, at, labels),
+    };
+    ClaimOutcome {
+        name: claim.name.clone(),
+        passed,
+        detail,
+    }
 }
 
 /// Renders a point by the parameters that vary across the run (`docs=5000, threads=2`), which
@@ -229,22 +1126,15 @@ pub fn fmt_num(x: f64) -> String {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Bounds {
-    at_least: Option<f64>,
-    at_most: Option<f64>,
-}
-
 impl Bounds {
-    fn new(at_least: Option<f64>, at_most: Option<f64>) -> Self {
-        Bounds { at_least, at_most }
-    }
     fn is_empty(&self) -> bool {
         self.at_least.is_none() && self.at_most.is_none()
     }
     fn holds(&self, x: f64) -> bool {
-        // NaN fails both comparisons, so a NaN measurement never passes.
-        self.at_least.is_none_or(|lo| x >= lo)
+        // NaN fails both comparisons, so a NaN measurement never passes; neither does anything
+        // against no bound at all.
+        !self.is_empty()
+            && self.at_least.is_none_or(|lo| x >= lo)
             && self.at_most.is_none_or(|hi| x <= hi)
             && !x.is_nan()
     }
@@ -264,49 +1154,6 @@ impl Bounds {
     }
 }
 
-/// Applies an `at` selection to `rows`; `Err` explains why nothing is left.
-fn select<'a>(
-    rows: &'a [ResultRow],
-    at: &BTreeMap<String, Value>,
-) -> Result<Vec<&'a ResultRow>, String> {
-    let mut selected: Vec<&ResultRow> = rows.iter().collect();
-    let is_extreme = |v: &Value| matches!(v.as_str(), Some("max") | Some("min"));
-    for (key, wanted) in at.iter().filter(|(_, v)| !is_extreme(v)) {
-        selected.retain(|row| matches_value(row, key, wanted));
-        if selected.is_empty() {
-            return Err(format!("no rows with {key}={wanted}"));
-        }
-    }
-    for (key, extreme) in at.iter().filter(|(_, v)| is_extreme(v)) {
-        let values: Vec<f64> = selected.iter().filter_map(|r| column(r, key)).collect();
-        let target = if extreme.as_str() == Some("max") {
-            values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-        } else {
-            values.iter().copied().fold(f64::INFINITY, f64::min)
-        };
-        if values.is_empty() {
-            return Err(format!(
-                "no rows with a numeric `{key}` (at: {key}: {extreme})"
-            ));
-        }
-        selected.retain(|row| column(row, key) == Some(target));
-    }
-    if selected.is_empty() {
-        return Err("no rows".to_string());
-    }
-    Ok(selected)
-}
-
-fn matches_value(row: &ResultRow, key: &str, wanted: &Value) -> bool {
-    match row.params.get(key) {
-        Some(have) => values_equal(have, wanted),
-        None => match (column(row, key), wanted.as_f64()) {
-            (Some(a), Some(b)) => nearly_equal(a, b),
-            _ => key == "variant" && wanted.as_str() == Some(row.variant.as_str()),
-        },
-    }
-}
-
 /// Integers and floats compare by value (`threads: 2` matches `threads: 2.0`).
 pub fn values_equal(a: &Value, b: &Value) -> bool {
     match (a.as_f64(), b.as_f64()) {
@@ -319,32 +1166,40 @@ fn nearly_equal(a: f64, b: f64) -> bool {
     a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
 }
 
-/// Median of `col` per point over the rows of `variant`, with one representative row per point
-/// (for its label).
-fn medians_by_point<'a>(
-    rows: &[&'a ResultRow],
-    variant: &str,
-    col: &str,
-) -> BTreeMap<usize, (f64, &'a ResultRow)> {
-    let mut groups: BTreeMap<usize, (Vec<f64>, &ResultRow)> = BTreeMap::new();
-    for &row in rows.iter().filter(|r| r.variant == variant) {
-        if let Some(v) = column(row, col) {
-            groups
-                .entry(row.point)
-                .or_insert_with(|| (Vec::new(), row))
-                .0
-                .push(v);
-        }
+/// One finding of a claim at one point: passed, margin (to pick the tightest), text.
+type Finding = (bool, f64, String);
+
+/// A finding for something missing: it fails, and sorts before every measured failure.
+fn missing(text: String) -> Finding {
+    (false, f64::NEG_INFINITY, text)
+}
+
+/// The selected rows grouped by point, in point order.
+fn by_point<'r>(rows: &[&'r ResultRow]) -> BTreeMap<usize, Vec<&'r ResultRow>> {
+    let mut points: BTreeMap<usize, Vec<&ResultRow>> = BTreeMap::new();
+    for &row in rows {
+        points.entry(row.point).or_default().push(row);
     }
-    groups
-        .into_iter()
-        .filter_map(|(p, (vs, row))| median(&vs).map(|m| (p, (m, row))))
-        .collect()
+    points
+}
+
+/// Median of `col` over the rows of `variant` among `rows` (one point), or what is missing.
+fn median_of(rows: &[&ResultRow], variant: &str, col: &str) -> Result<f64, String> {
+    let of_variant: Vec<&&ResultRow> = rows.iter().filter(|r| r.variant == variant).collect();
+    if of_variant.is_empty() {
+        return Err(format!("no rows of `{variant}`"));
+    }
+    let values: Vec<f64> = of_variant.iter().filter_map(|r| column(r, col)).collect();
+    median(&values)
+        .ok_or_else(|| format!("`{variant}` reports no `{col}` ({} rows)", of_variant.len()))
 }
 
 /// Joins per-point findings, listing failures first and counting what is not listed.
-fn summarize(mut findings: Vec<(bool, f64, String)>, bounds: &Bounds) -> (bool, String) {
+fn summarize(mut findings: Vec<Finding>, bounds: &Bounds) -> (bool, String) {
     let total = findings.len();
+    if total == 0 {
+        return (false, format!("no points ({})", bounds.required()));
+    }
     let failed = findings.iter().filter(|f| !f.0).count();
     if failed == 0 {
         // Show the tightest point: the one a regression would break first.
@@ -357,6 +1212,8 @@ fn summarize(mut findings: Vec<(bool, f64, String)>, bounds: &Bounds) -> (bool, 
         };
         (true, format!("{text} ({}){scope}", bounds.required()))
     } else {
+        // Missing points first (their margin is -inf), then in point order.
+        findings.sort_by(|a, b| (a.1 > f64::NEG_INFINITY).cmp(&(b.1 > f64::NEG_INFINITY)));
         let listed: Vec<&str> = findings
             .iter()
             .filter(|f| !f.0)
@@ -379,7 +1236,13 @@ fn summarize(mut findings: Vec<(bool, f64, String)>, bounds: &Bounds) -> (bool, 
     }
 }
 
-fn equivalence(rows: &[ResultRow], max_rel_error: f64, labels: &PointLabels) -> (bool, String) {
+fn equivalence(
+    rows: &[ResultRow],
+    max_rel_error: f64,
+    reference: Option<&str>,
+    labels: &PointLabels,
+) -> (bool, String) {
+    let required = format!("required <= {max_rel_error}");
     let mut worst_by_variant: BTreeMap<&str, (f64, &ResultRow)> = BTreeMap::new();
     for row in rows {
         if let Some(err) = row.equiv_rel_error {
@@ -393,34 +1256,46 @@ fn equivalence(rows: &[ResultRow], max_rel_error: f64, labels: &PointLabels) -> 
     if worst_by_variant.is_empty() {
         return (
             false,
-            "no rows carry an equivalence error (is `equivalence:` set, with more than one variant?)"
-                .to_string(),
+            format!("no rows carry an equivalence error (is `equivalence:` set, with more than one variant?) ({required})"),
         );
     }
-    let passed = worst_by_variant
-        .values()
-        .all(|(err, _)| *err <= max_rel_error);
-    let parts: Vec<String> = worst_by_variant
-        .iter()
-        .map(|(variant, (err, row))| {
-            format!(
-                "{variant}: max rel error {} at {}",
-                fmt_num(*err),
-                labels.label(row)
-            )
-        })
-        .collect();
-    (
-        passed,
-        format!("{} (required <= {max_rel_error})", parts.join("; ")),
-    )
-}
-
-/// How two variants' medians at one point are compared.
-#[derive(Clone, Copy)]
-enum Comparison {
-    Ratio,
-    Difference,
+    // Every variant but the reference is compared at every point; one that was not is missing,
+    // not agreeing.
+    let mut uncompared: Vec<String> = Vec::new();
+    if let Some(reference) = reference {
+        let mut groups: BTreeMap<(usize, &str), (bool, &ResultRow)> = BTreeMap::new();
+        for row in rows.iter().filter(|r| r.variant != reference) {
+            let entry = groups
+                .entry((row.point, &row.variant))
+                .or_insert((false, row));
+            entry.0 |= row.equiv_rel_error.is_some();
+        }
+        uncompared = groups
+            .iter()
+            .filter(|(_, (has, _))| !has)
+            .map(|((_, v), (_, row))| {
+                format!("`{v}` has no equivalence error at {}", labels.label(row))
+            })
+            .collect();
+    }
+    let passed = uncompared.is_empty()
+        && worst_by_variant
+            .values()
+            .all(|(err, _)| *err <= max_rel_error);
+    let mut parts: Vec<String> = Vec::new();
+    let n_uncompared = uncompared.len();
+    parts.extend(uncompared.into_iter().take(MAX_LISTED));
+    if n_uncompared > MAX_LISTED {
+        parts.push(format!("and {} more uncompared", n_uncompared - MAX_LISTED));
+    }
+    parts.extend(worst_by_variant.iter().map(|(variant, (err, row))| {
+        format!(
+            "{variant}: max rel error {} at {}",
+            fmt_num(*err),
+            labels.label(row)
+        )
+    }));
+    (passed, format!("{} ({required})", parts.join("; ")))
 }
 
 impl Comparison {
@@ -428,6 +1303,12 @@ impl Comparison {
         match self {
             Comparison::Ratio => a / b,
             Comparison::Difference => a - b,
+        }
+    }
+    fn pair(self, a: &str, b: &str) -> String {
+        match self {
+            Comparison::Ratio => format!("{a}/{b}"),
+            Comparison::Difference => format!("{a} - {b}"),
         }
     }
     fn describe(self, a: &str, b: &str, value: f64) -> String {
@@ -438,44 +1319,68 @@ impl Comparison {
     }
 }
 
-/// Compares variant `a` with variant `b` on `col` at every selected point where both ran.
+/// Compares variant `a` with variant `b` on `col` at every selected point.
 fn compare(
     rows: &[ResultRow],
     col: &str,
     (a, b): (&str, &str),
     how: Comparison,
     bounds: Bounds,
-    at: &BTreeMap<String, Value>,
+    at: &Selection,
     labels: &PointLabels,
 ) -> (bool, String) {
-    let pair = match how {
-        Comparison::Ratio => format!("{a}/{b}"),
-        Comparison::Difference => format!("{a} - {b}"),
-    };
-    let selected = match select(rows, at) {
+    let pair = how.pair(a, b);
+    let selected = match at.rows(rows) {
         Ok(s) => s,
-        Err(why) => return (false, format!("{pair}: {why}")),
+        Err(why) => return (false, format!("{pair}: {why} ({})", bounds.required())),
     };
-    let first = medians_by_point(&selected, a, col);
-    let second = medians_by_point(&selected, b, col);
-    let mut findings = Vec::new();
-    for (point, (x, row)) in &first {
-        if let Some((y, _)) = second.get(point) {
-            let v = how.apply(*x, *y);
-            findings.push((
-                bounds.holds(v) && !bounds.is_empty(),
-                bounds.margin(v),
-                format!("{} at {}", how.describe(a, b, v), labels.label(row)),
-            ));
-        }
-    }
-    if findings.is_empty() {
-        let missing = if first.is_empty() { a } else { b };
-        return (
-            false,
-            format!("{pair}: no rows of `{missing}` with `{col}` at the selected points"),
-        );
-    }
+    let findings = by_point(&selected)
+        .values()
+        .map(|at_point| {
+            let label = labels.label(at_point[0]);
+            match (median_of(at_point, a, col), median_of(at_point, b, col)) {
+                (Ok(x), Ok(y)) => {
+                    let v = how.apply(x, y);
+                    (
+                        bounds.holds(v),
+                        bounds.margin(v),
+                        format!("{} at {label}", how.describe(a, b, v)),
+                    )
+                }
+                (Err(why), _) | (_, Err(why)) => missing(format!("{pair}: {why} at {label}")),
+            }
+        })
+        .collect();
+    summarize(findings, &bounds)
+}
+
+/// The median of one variant's column against constant bounds at every selected point.
+fn bound(
+    rows: &[ResultRow],
+    variant: &str,
+    col: &str,
+    bounds: Bounds,
+    at: &Selection,
+    labels: &PointLabels,
+) -> (bool, String) {
+    let selected = match at.rows(rows) {
+        Ok(s) => s,
+        Err(why) => return (false, format!("{variant}: {why} ({})", bounds.required())),
+    };
+    let findings = by_point(&selected)
+        .values()
+        .map(|at_point| {
+            let label = labels.label(at_point[0]);
+            match median_of(at_point, variant, col) {
+                Ok(v) => (
+                    bounds.holds(v),
+                    bounds.margin(v),
+                    format!("{variant}: {col} = {} at {label}", fmt_num(v)),
+                ),
+                Err(why) => missing(format!("{variant}: {why} at {label}")),
+            }
+        })
+        .collect();
     summarize(findings, &bounds)
 }
 
@@ -484,39 +1389,62 @@ fn slope(
     x: &str,
     col: &str,
     variants: &[String],
-    min: f64,
-    max: f64,
-    at: &BTreeMap<String, Value>,
+    range: Bounds,
+    at: &Selection,
+    labels: &PointLabels,
 ) -> (bool, String) {
+    let (min, max) = (
+        range.at_least.unwrap_or(f64::NEG_INFINITY),
+        range.at_most.unwrap_or(f64::INFINITY),
+    );
     let required = format!("required in [{min}, {max}]");
-    let selected = match select(rows, at) {
+    let selected = match at.rows(rows) {
         Ok(s) => s,
         Err(why) => return (false, format!("{why} ({required})")),
     };
     if variants.is_empty() {
         return (false, format!("no variants listed ({required})"));
     }
+    let points = by_point(&selected);
     let mut passed = true;
     let mut parts = Vec::new();
     for variant in variants {
-        let ys = medians_by_point(&selected, variant, col);
-        let xs = medians_by_point(&selected, variant, x);
-        let pairs: Vec<(f64, f64)> = ys
-            .iter()
-            .filter_map(|(p, (y, _))| xs.get(p).map(|(xv, _)| (*xv, *y)))
-            .collect();
-        let usable: Vec<(f64, f64)> = pairs
-            .iter()
-            .copied()
-            .filter(|(xv, y)| *xv > 0.0 && *y > 0.0 && xv.is_finite() && y.is_finite())
-            .collect();
+        // Every selected point must give a positive x and y: a point left out would bend the
+        // fit without a word.
+        let mut usable: Vec<(f64, f64)> = Vec::new();
+        let mut gaps: Vec<String> = Vec::new();
+        for at_point in points.values() {
+            let label = labels.label(at_point[0]);
+            match (median_of(at_point, variant, x), median_of(at_point, variant, col)) {
+                (Ok(xv), Ok(y)) if xv > 0.0 && y > 0.0 && xv.is_finite() && y.is_finite() => {
+                    usable.push((xv, y))
+                }
+                (Ok(xv), Ok(y)) => gaps.push(format!(
+                    "{x} = {}, {col} = {} at {label} (a log-log slope needs positive finite values)",
+                    fmt_num(xv),
+                    fmt_num(y)
+                )),
+                (Err(why), _) | (_, Err(why)) => gaps.push(format!("{why} at {label}")),
+            }
+        }
+        if !gaps.is_empty() {
+            passed = false;
+            let more = if gaps.len() > MAX_LISTED {
+                format!(", and {} more", gaps.len() - MAX_LISTED)
+            } else {
+                String::new()
+            };
+            gaps.truncate(MAX_LISTED);
+            parts.push(format!("{variant}: {}{more}", gaps.join("; ")));
+            continue;
+        }
         let distinct_x: BTreeSet<u64> = usable.iter().map(|(xv, _)| xv.to_bits()).collect();
         if distinct_x.len() < 2 {
             passed = false;
             parts.push(format!(
                 "{variant}: needs points at 2 or more distinct positive `{x}` with positive `{col}`, found {} ({} points with rows)",
                 distinct_x.len(),
-                pairs.len()
+                usable.len()
             ));
             continue;
         }
@@ -558,34 +1486,25 @@ pub fn least_squares_slope(points: &[(f64, f64)]) -> f64 {
     sxy / sxx
 }
 
-/// The target of `from`/`to`: a fixed value, or the extreme of `param` among `rows`.
-fn resolve_end(rows: &[&ResultRow], param: &str, end: &Value) -> Option<f64> {
-    let values = rows.iter().filter_map(|r| column(r, param));
-    match end.as_str() {
-        Some("max") => values.reduce(f64::max),
-        Some("min") => values.reduce(f64::min),
-        _ => end.as_f64(),
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn scaling(
     rows: &[ResultRow],
     variant: &str,
     col: &str,
     param: &str,
-    (from, to): (&Value, &Value),
+    (from, to): (End, End),
     bounds: Bounds,
-    at: &BTreeMap<String, Value>,
+    at: &Selection,
     labels: &PointLabels,
 ) -> (bool, String) {
-    let selected = match select(rows, at) {
+    let selected = match at.rows(rows) {
         Ok(s) => s,
         Err(why) => return (false, format!("{variant}: {why} ({})", bounds.required())),
     };
-    // Groups of points that differ only in `param`.
+    // Groups of points that differ only in `param`, over the rows of every variant, so a group
+    // where `variant` did not run is seen.
     let mut groups: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
-    for &row in selected.iter().filter(|r| r.variant == variant) {
+    for &row in &selected {
         let mut others = row.params.clone();
         others.remove(param);
         groups
@@ -595,28 +1514,6 @@ fn scaling(
     }
     let mut findings = Vec::new();
     for group in groups.values() {
-        let (Some(x_from), Some(x_to)) = (
-            resolve_end(group, param, from),
-            resolve_end(group, param, to),
-        ) else {
-            continue;
-        };
-        let at_value = |x: f64| -> Vec<&ResultRow> {
-            group
-                .iter()
-                .copied()
-                .filter(|r| column(r, param).is_some_and(|v| nearly_equal(v, x)))
-                .collect()
-        };
-        let (rows_from, rows_to) = (at_value(x_from), at_value(x_to));
-        let med = |rs: &[&ResultRow]| {
-            let vs: Vec<f64> = rs.iter().filter_map(|r| column(r, col)).collect();
-            median(&vs)
-        };
-        let (Some(t_from), Some(t_to)) = (med(&rows_from), med(&rows_to)) else {
-            continue;
-        };
-        let r = t_from / t_to;
         let others: Vec<String> = labels
             .varying
             .iter()
@@ -628,23 +1525,61 @@ fn scaling(
         } else {
             format!(" at {}", others.join(", "))
         };
+        let values = distinct_numbers(group.iter().filter_map(|r| column(r, param)));
+        let (Some(x_from), Some(x_to)) = (from.resolve(&values), to.resolve(&values)) else {
+            let shown: Vec<String> = values.iter().map(|v| fmt_value(*v)).collect();
+            findings.push(missing(format!(
+                "{variant}: no points at both {param}={from} and {param}={to}{place} ({param} takes {})",
+                if shown.is_empty() { "no numeric value".to_string() } else { shown.join(", ") }
+            )));
+            continue;
+        };
+        if nearly_equal(x_from, x_to) {
+            findings.push(missing(format!(
+                "{variant}: {param}={from} and {param}={to} are the same point ({param}={}){place}, nothing to compare",
+                fmt_value(x_from)
+            )));
+            continue;
+        }
+        let at_value = |x: f64| -> Vec<&ResultRow> {
+            group
+                .iter()
+                .copied()
+                .filter(|r| column(r, param).is_some_and(|v| nearly_equal(v, x)))
+                .collect()
+        };
+        let (rows_from, rows_to) = (at_value(x_from), at_value(x_to));
+        let (t_from, t_to) = match (
+            median_of(&rows_from, variant, col),
+            median_of(&rows_to, variant, col),
+        ) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(why), _) => {
+                findings.push(missing(format!(
+                    "{variant}: {why} at {param}={}{place}",
+                    fmt_value(x_from)
+                )));
+                continue;
+            }
+            (_, Err(why)) => {
+                findings.push(missing(format!(
+                    "{variant}: {why} at {param}={}{place}",
+                    fmt_value(x_to)
+                )));
+                continue;
+            }
+        };
+        let r = t_from / t_to;
         findings.push((
             bounds.holds(r),
             bounds.margin(r),
             format!(
-                "{variant}: {col}({param}={x_from}) / {col}({param}={x_to}) = {}x{place}",
+                "{variant}: {col}({param}={}) / {col}({param}={}) = {}x{place}",
+                fmt_value(x_from),
+                fmt_value(x_to),
                 fmt_num(r)
             ),
         ));
-    }
-    if findings.is_empty() {
-        return (
-            false,
-            format!(
-                "no rows of `{variant}` with `{col}` at both {param}={from} and {param}={to} ({})",
-                bounds.required()
-            ),
-        );
     }
     summarize(findings, &bounds)
 }
@@ -654,49 +1589,37 @@ fn share(
     variant: &str,
     phase: &str,
     bounds: Bounds,
-    at: &BTreeMap<String, Value>,
+    at: &Selection,
     labels: &PointLabels,
 ) -> (bool, String) {
-    let selected = match select(rows, at) {
+    let selected = match at.rows(rows) {
         Ok(s) => s,
         Err(why) => return (false, format!("{variant}: {why} ({})", bounds.required())),
     };
-    let mut per_point: BTreeMap<usize, (Vec<f64>, &ResultRow)> = BTreeMap::new();
-    for &row in selected.iter().filter(|r| r.variant == variant) {
-        // Phases may nest (a variant can report `loop` and its parts), so the share is taken of
-        // the measured wall time, never of a sum over phases.
-        let total = row.wall_time_s;
-        if let (Some(&t), true) = (row.phases_s.get(phase), total > 0.0) {
-            per_point
-                .entry(row.point)
-                .or_insert_with(|| (Vec::new(), row))
-                .0
-                .push(t / total);
-        }
-    }
-    if per_point.is_empty() {
-        return (
-            false,
-            format!(
-                "no rows of `{variant}` with phase `{phase}` and a positive wall time at the selected points ({})",
-                bounds.required()
-            ),
-        );
-    }
-    let findings = per_point
+    let findings = by_point(&selected)
         .values()
-        .filter_map(|(shares, row)| {
-            median(shares).map(|s| {
-                (
-                    bounds.holds(s) && !bounds.is_empty(),
+        .map(|at_point| {
+            let label = labels.label(at_point[0]);
+            // Phases may nest (a variant can report `loop` and its parts), so the share is taken
+            // of the measured wall time, never of a sum over phases.
+            let shares: Vec<f64> = at_point
+                .iter()
+                .filter(|r| r.variant == variant && r.wall_time_s > 0.0)
+                .filter_map(|r| r.phases_s.get(phase).map(|t| t / r.wall_time_s))
+                .collect();
+            match median(&shares) {
+                Some(s) => (
+                    bounds.holds(s),
                     bounds.margin(s),
                     format!(
-                        "{variant}: phase `{phase}` = {} of wall time at {}",
-                        fmt_num(s),
-                        labels.label(row)
+                        "{variant}: phase `{phase}` = {} of wall time at {label}",
+                        fmt_num(s)
                     ),
-                )
-            })
+                ),
+                None => missing(format!(
+                    "no rows of `{variant}` with phase `{phase}` and a positive wall time at {label}"
+                )),
+            }
         })
         .collect();
     summarize(findings, &bounds)

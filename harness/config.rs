@@ -1,5 +1,7 @@
 //! Experiment files: the serde schema. Loading with file/line errors and the `quick` merge live
-//! in `load`; the checked, expanded form is [`crate::plan::Plan`].
+//! in `load`; the checked, expanded form is [`crate::plan::Plan`]. A file is parsed once into a
+//! [`Document`] (YAML tree with positions, see `config/yaml.rs`), which both deserializes into an
+//! [`ExperimentConfig`] and tells where any key or value was written.
 
 use crate::model::Value;
 use serde::{Deserialize, Serialize};
@@ -112,12 +114,14 @@ pub struct QuickConfig {
     pub claims: Option<Vec<ClaimConfig>>,
 }
 
-/// Variants are compared with the reference variant's output at the same point.
+/// Variants are compared with the reference variant's output at the same point: the runner
+/// records each row's `equiv_rel_error`, and `kind: equivalence` claims hold it to `rel_tol`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EquivalenceConfig {
     pub reference: String,
-    /// Largest allowed relative difference, max_i |a_i - b_i| / max(|b_i|, tiny).
+    /// The experiment's one equivalence tolerance: the largest allowed relative difference,
+    /// max_i |a_i - b_i| / max_i |b_i| (normwise), checked by `kind: equivalence` claims.
     pub rel_tol: f64,
 }
 
@@ -168,12 +172,20 @@ pub struct SpeedupBase {
     pub x: Option<Value>,
 }
 
-/// A checkable statement about the results. Every kind fails when no row matches.
+/// A checkable statement about the results, resolved and evaluated by [`crate::claims`]. Every
+/// kind fails when no row matches, and when a variant it names lacks rows or the column at a
+/// selected point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClaimConfig {
-    /// Every recorded equivalence error is at most `max_rel_error`.
-    Equivalence { name: String, max_rel_error: f64 },
+    /// Every recorded equivalence error is at most `equivalence.rel_tol`, and every variant but
+    /// the reference carries one at every point. `max_rel_error` may only restate `rel_tol`
+    /// (older files wrote it): the experiment has one equivalence tolerance.
+    Equivalence {
+        name: String,
+        #[serde(default)]
+        max_rel_error: Option<f64>,
+    },
     /// median(column of `numerator`) / median(column of `denominator`) at the same point is at
     /// least `at_least` (and at most `at_most`), at every point selected by `at`.
     Ratio {
@@ -247,6 +259,20 @@ pub enum ClaimConfig {
         #[serde(default)]
         at: BTreeMap<String, Value>,
     },
+    /// median(`column` of `variant`) is at least `at_least` (and at most `at_most`) at every
+    /// point selected by `at`: a column against a constant, so no variant has to report a
+    /// dummy metric to be a denominator.
+    Bound {
+        name: String,
+        variant: String,
+        column: String,
+        #[serde(default)]
+        at_least: Option<f64>,
+        #[serde(default)]
+        at_most: Option<f64>,
+        #[serde(default)]
+        at: BTreeMap<String, Value>,
+    },
 }
 
 fn default_scaling_param() -> String {
@@ -265,7 +291,8 @@ impl ClaimConfig {
             | ClaimConfig::Difference { name, .. }
             | ClaimConfig::Slope { name, .. }
             | ClaimConfig::Scaling { name, .. }
-            | ClaimConfig::Share { name, .. } => name,
+            | ClaimConfig::Share { name, .. }
+            | ClaimConfig::Bound { name, .. } => name,
         }
     }
 }
@@ -273,6 +300,8 @@ impl ClaimConfig {
 // ---------------------------------------------------------------------------------------------
 // Loading: file -> ExperimentConfig, with errors that name the file, the line and the column.
 // ---------------------------------------------------------------------------------------------
+
+mod yaml;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -288,7 +317,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The YAML is malformed or does not match the schema (unknown key, wrong type, missing
-    /// field); `line`/`column` are 1-based when serde_yaml knows them.
+    /// field); `line`/`column` are 1-based, those of the offending node (or key).
     #[error("{}: {message}", Located { path, line: *line, column: *column })]
     Parse {
         path: PathBuf,
@@ -342,38 +371,17 @@ pub fn load(path: &Path, quick: bool) -> Result<ExperimentConfig, ConfigError> {
 
 /// Parses YAML text of an experiment file; `path` only labels the errors.
 pub fn parse_str(text: &str, path: &Path) -> Result<ExperimentConfig, ConfigError> {
-    serde_yaml::from_str(text).map_err(|err| yaml_error(path, text, &err))
+    Document::parse(text, path)?.config()
 }
 
-/// Turns a serde_yaml error into a [`ConfigError::Parse`], moving its " at line L column C"
-/// suffix into the structured position so the message reads `file:L:C: what went wrong`.
-fn yaml_error(path: &Path, text: &str, err: &serde_yaml::Error) -> ConfigError {
-    let location = err.location();
-    let mut message = err.to_string();
-    if let Some(loc) = &location {
-        let suffix = format!(" at line {} column {}", loc.line(), loc.column());
-        if let Some(stripped) = message.strip_suffix(&suffix) {
-            message = stripped.to_string();
-        }
-    }
-    // Inside internally tagged enums (claims) serde_yaml only knows where the item starts; the
-    // misspelt key itself is on a later line, found by searching the text from there.
-    let mut position = location.as_ref().map(|l| (l.line(), l.column()));
-    if let (Some((line, _)), Some(unknown)) = (position, unknown_field(&message)) {
-        position = text
-            .lines()
-            .enumerate()
-            .skip(line.saturating_sub(1))
-            .find_map(|(i, l)| {
-                let col = content_col(l);
-                starts_with_key(&l[col..], unknown).then_some((i + 1, col + 1))
-            })
-            .or(position);
-    }
-    message = plain_types(&message);
+/// Turns a YAML error into a [`ConfigError::Parse`] that reads `file:L:C: what went wrong`, with
+/// Rust type names said plainly and a suggestion for a misspelt key.
+fn yaml_error(path: &Path, err: &yaml::Error) -> ConfigError {
+    let mut message = plain_types(&err.to_string());
     if let Some(suggestion) = did_you_mean(&message) {
         message.push_str(&format!(" (did you mean `{suggestion}`?)"));
     }
+    let position = err.position();
     ConfigError::Parse {
         path: path.to_path_buf(),
         line: position.map(|p| p.0),
@@ -466,7 +474,7 @@ pub fn apply_quick(mut config: ExperimentConfig) -> ExperimentConfig {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Finding keys in the YAML text, for errors found after deserialization (which has no spans).
+// The parsed file: deserialization and, for errors found after it, the position of any key.
 // ---------------------------------------------------------------------------------------------
 
 /// One step of a path into the YAML document: a mapping key or a list index.
@@ -476,275 +484,157 @@ pub enum Seg<'a> {
     Index(usize),
 }
 
-/// A 1-based (line, column) position in the YAML text.
+/// A 1-based (line, column) position in the YAML text (columns count characters).
 pub type Position = (usize, usize);
 
-/// The lines `start..end` that hold the children of a node, and the column children must be
-/// indented past.
-#[derive(Clone, Copy, Debug)]
-struct Region {
-    anchor: Option<Position>,
-    anchor_line: usize,
-    start: usize,
-    end: usize,
-    indent: isize,
+/// An experiment file parsed once: its text and its YAML tree, every node and key with its
+/// position. [`Document::config`] deserializes the tree; [`Document::locate`] finds where a
+/// value was written, for the errors validation finds later (serde keeps no positions).
+#[derive(Clone, Debug)]
+pub struct Document {
+    path: PathBuf,
+    text: String,
+    root: marked_yaml::Node,
 }
 
-/// Finds where `path` is written in `text`: the position of the deepest segment that could be
-/// found (so a missing key points at its parent), or `None` if not even the first one was.
-///
-/// This is a line scanner, not a YAML parser: it understands block mappings and lists by their
-/// indentation and falls back to a textual search for flow style (`{a: 1}`, `[x, y]`), which is
-/// all experiment files use. A wrong guess only costs a less precise line in an error message.
-pub fn locate(text: &str, path: &[Seg]) -> Option<Position> {
-    locate_region(&text.lines().collect::<Vec<_>>(), path).anchor
-}
-
-/// Like [`locate`], then looks for `token` as a whole word inside the node found (e.g. a variant
-/// name inside `variants: [a, b]`), falling back to the node's own position.
-pub fn locate_token(text: &str, path: &[Seg], token: &str) -> Option<Position> {
-    let lines: Vec<&str> = text.lines().collect();
-    let region = locate_region(&lines, path);
-    let from = if region.anchor.is_some() {
-        region.anchor_line
-    } else {
-        0
-    };
-    for (i, line) in lines.iter().enumerate().take(region.end).skip(from) {
-        if let Some(col) = find_word(strip_comment(line), token) {
-            return Some((i + 1, col + 1));
-        }
-    }
-    region.anchor
-}
-
-fn locate_region(lines: &[&str], path: &[Seg]) -> Region {
-    let mut region = Region {
-        anchor: None,
-        anchor_line: 0,
-        start: 0,
-        end: lines.len(),
-        indent: -1,
-    };
-    for seg in path {
-        let next = match seg {
-            Seg::Key(key) => find_key(lines, &region, key),
-            Seg::Index(index) => find_item(lines, &region, *index),
-        };
-        match next {
-            Some(found) => region = found,
-            None => break,
-        }
-    }
-    region
-}
-
-fn indent_of(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
-}
-
-fn strip_comment(line: &str) -> &str {
-    // A `#` starts a comment at the line start or after whitespace (not inside `a#b`).
-    let bytes = line.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        if b == b'#' && (i == 0 || bytes[i - 1] == b' ' || bytes[i - 1] == b'\t') {
-            return &line[..i];
-        }
-    }
-    line
-}
-
-fn is_blank(line: &str) -> bool {
-    strip_comment(line).trim().is_empty()
-}
-
-/// Column (0-based) where the content of a line starts once list dashes (`- - key`) are skipped.
-fn content_col(line: &str) -> usize {
-    let mut col = indent_of(line);
-    let bytes = line.as_bytes();
-    while col < bytes.len()
-        && bytes[col] == b'-'
-        && (col + 1 == bytes.len() || bytes[col + 1] == b' ')
-    {
-        col += 1;
-        while col < bytes.len() && bytes[col] == b' ' {
-            col += 1;
-        }
-    }
-    col
-}
-
-fn starts_with_key(content: &str, key: &str) -> bool {
-    [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
-        .iter()
-        .any(|k| {
-            content
-                .strip_prefix(k.as_str())
-                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+impl Document {
+    /// Parses `text`; `path` labels the errors (here and in [`Document::config`]).
+    pub fn parse(text: &str, path: &Path) -> Result<Document, ConfigError> {
+        let root = yaml::parse(text).map_err(|err| yaml_error(path, &err))?;
+        Ok(Document {
+            path: path.to_path_buf(),
+            text: text.to_string(),
+            root,
         })
-}
+    }
 
-/// End (exclusive) of the block that belongs to a node at `line` whose children are indented
-/// past `col` (a list may sit at the key's own indentation, YAML allows it).
-fn block_end(lines: &[&str], line: usize, col: usize, limit: usize) -> usize {
-    for (i, l) in lines.iter().enumerate().take(limit).skip(line + 1) {
-        if is_blank(l) {
-            continue;
-        }
-        let ind = indent_of(l);
-        let dash = l.trim_start().starts_with("- ") || l.trim() == "-";
-        if ind < col || (ind == col && !dash) {
-            return i;
-        }
+    /// The text parsed.
+    pub fn text(&self) -> &str {
+        &self.text
     }
-    limit
-}
 
-fn find_key(lines: &[&str], region: &Region, key: &str) -> Option<Region> {
-    let first = if region.anchor.is_some() {
-        region.anchor_line
-    } else {
-        0
-    };
-    // Block style: `key:` as the content of a line (or of the first line of a list item),
-    // indented past the parent.
-    for i in region.start..region.end {
-        let line = strip_comment(lines[i]);
-        if is_blank(line) {
-            continue;
-        }
-        let col = content_col(line);
-        if (col as isize) <= region.indent {
-            continue;
-        }
-        // The anchor line itself only counts for a list item (`- key: v`), where the item's
-        // first key shares the dash's line.
-        if region.anchor.is_some()
-            && i == region.anchor_line
-            && region.anchor.map(|a| a.1 - 1) != Some(col)
-        {
-            continue;
-        }
-        if starts_with_key(&line[col..], key) {
-            return Some(Region {
-                anchor: Some((i + 1, col + 1)),
-                anchor_line: i,
-                start: i + 1,
-                end: block_end(lines, i, col, region.end),
-                indent: col as isize,
-            });
-        }
+    /// The file the text came from (as given to [`Document::parse`]).
+    pub fn path(&self) -> &Path {
+        &self.path
     }
-    // Flow style: `key:` anywhere in the node's text.
-    for (i, raw) in lines.iter().enumerate().take(region.end).skip(first) {
-        let line = strip_comment(raw);
-        let mut from = 0;
-        while let Some(col) = find_word(&line[from..], key).map(|c| c + from) {
-            if line[col + key.len()..].trim_start().starts_with(':') {
-                return Some(Region {
-                    anchor: Some((i + 1, col + 1)),
-                    anchor_line: i,
-                    start: i + 1,
-                    end: i + 1,
-                    indent: col as isize,
-                });
-            }
-            from = col + key.len();
-        }
-    }
-    None
-}
 
-fn find_item(lines: &[&str], region: &Region, index: usize) -> Option<Region> {
-    // Block style: the index-th `- ` line at the shallowest dash indentation in the region.
-    let dash_lines: Vec<usize> = (region.start..region.end)
-        .filter(|&i| {
-            let t = lines[i].trim_start();
-            (t.starts_with("- ") || t == "-") && indent_of(lines[i]) as isize >= region.indent
-        })
-        .collect();
-    if let Some(min_indent) = dash_lines.iter().map(|&i| indent_of(lines[i])).min() {
-        let items: Vec<usize> = dash_lines
-            .into_iter()
-            .filter(|&i| indent_of(lines[i]) == min_indent)
-            .collect();
-        let &line = items.get(index)?;
-        let col = content_col(lines[line]);
-        let end = items.get(index + 1).copied().unwrap_or(region.end);
-        // The item's first key shares the dash's line, so the item's lines start there.
-        return Some(Region {
-            anchor: Some((line + 1, col + 1)),
-            anchor_line: line,
-            start: line,
-            end,
-            indent: min_indent as isize,
-        });
+    /// The experiment as written (no `quick` overrides applied); unknown keys are refused.
+    pub fn config(&self) -> Result<ExperimentConfig, ConfigError> {
+        yaml::from_node(&self.root).map_err(|err| yaml_error(&self.path, &err))
     }
-    // Flow style on the anchor line: `[a, b, c]`.
-    let line = strip_comment(lines.get(region.anchor_line)?);
-    let open = line.find('[')?;
-    let mut col = open + 1;
-    for (i, part) in line[open + 1..].split(',').enumerate() {
-        if i == index {
-            let lead = part.len() - part.trim_start().len();
-            return Some(Region {
-                anchor: Some((region.anchor_line + 1, col + lead + 1)),
-                anchor_line: region.anchor_line,
-                start: region.anchor_line + 1,
-                end: region.anchor_line + 1,
-                indent: (col + lead) as isize,
-            });
-        }
-        col += part.len() + 1;
-    }
-    None
-}
 
-/// First 0-based byte column where `word` occurs in `line` not inside a longer identifier.
-fn find_word(line: &str, word: &str) -> Option<usize> {
-    if word.is_empty() {
-        return None;
-    }
-    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
-    let mut from = 0;
-    while let Some(found) = line[from..].find(word) {
-        let start = from + found;
-        let end = start + word.len();
-        let before_ok = line[..start]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !is_ident(c));
-        let after_ok = line[end..].chars().next().is_none_or(|c| !is_ident(c));
-        if before_ok && after_ok {
-            return Some(start);
+    /// The node at `path`, or at its deepest prefix found, with the position that names it: a
+    /// key's own position for [`Seg::Key`], the item's for [`Seg::Index`]. `None` if not even the
+    /// first segment is there.
+    fn walk(&self, path: &[Seg]) -> Option<(&marked_yaml::Node, Position)> {
+        let mut node = &self.root;
+        let mut found = None;
+        for seg in path {
+            let next = match *seg {
+                Seg::Key(key) => node.as_mapping().and_then(|map| {
+                    let (k, v) = map.iter().find(|(k, _)| k.as_str() == key)?;
+                    Some((v, yaml::start(k.span())?))
+                }),
+                Seg::Index(index) => node
+                    .as_sequence()
+                    .and_then(|seq| seq.get(index))
+                    .and_then(|item| Some((item, yaml::position(item)?))),
+            };
+            let Some((child, at)) = next else { break };
+            node = child;
+            found = Some((child, at));
         }
-        from = start + word[..].chars().next().map_or(1, char::len_utf8);
+        found
     }
-    None
-}
 
-/// The order in which sweep keys are written in the file (`sweep:` then new keys of
-/// `quick: sweep:`), which fixes the order of the expanded grid. BTreeMap forgets it, so it is
-/// read again from the text through serde_yaml's order-preserving `Mapping`.
-pub fn sweep_key_order(text: &str) -> Vec<String> {
-    let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
-        return Vec::new();
-    };
-    let mut order: Vec<String> = Vec::new();
-    let mut push_keys = |node: Option<&serde_yaml::Value>| {
-        if let Some(serde_yaml::Value::Mapping(map)) = node {
+    /// Where `path` is written: the position of the deepest segment that could be found (so a
+    /// missing key points at its parent), or `None` if not even the first one was. A key's
+    /// position is the key's own; a list item's, its first character (its first key for a
+    /// mapping).
+    pub fn locate(&self, path: &[Seg]) -> Option<Position> {
+        self.walk(path).map(|(_, at)| at)
+    }
+
+    /// The first scalar inside the node at `path` (found as by [`Document::locate`]) that is
+    /// `token` (e.g. a variant name inside `variants: [a, b]`, or a value equal to it as a
+    /// number: `1e-9` for "0.000000001"), falling back to the node's own position; when not even
+    /// the first segment exists, the first such scalar anywhere.
+    pub fn locate_token(&self, path: &[Seg], token: &str) -> Option<Position> {
+        match self.walk(path) {
+            Some((node, at)) => Some(find_scalar(node, token).unwrap_or(at)),
+            None => find_scalar(&self.root, token),
+        }
+    }
+
+    /// The order in which sweep keys are written (`sweep:`, then keys only `quick: sweep:`
+    /// adds), which fixes the order of the expanded grid; the `BTreeMap` of
+    /// [`ExperimentConfig::sweep`] forgets it, the tree keeps mappings in written order.
+    pub fn sweep_key_order(&self) -> Vec<String> {
+        let mut order: Vec<String> = Vec::new();
+        for path in [
+            &[Seg::Key("sweep")][..],
+            &[Seg::Key("quick"), Seg::Key("sweep")],
+        ] {
+            let Some(map) = self.node(path).and_then(|n| n.as_mapping()) else {
+                continue;
+            };
             for key in map.keys() {
-                if let Some(name) = key.as_str() {
-                    if !order.iter().any(|k| k == name) {
-                        order.push(name.to_string());
-                    }
+                if !order.iter().any(|k| k == key.as_str()) {
+                    order.push(key.to_string());
                 }
             }
         }
-    };
-    push_keys(doc.get("sweep"));
-    push_keys(doc.get("quick").and_then(|q| q.get("sweep")));
-    order
+        order
+    }
+
+    /// The node at exactly `path`.
+    fn node(&self, path: &[Seg]) -> Option<&marked_yaml::Node> {
+        path.iter().try_fold(&self.root, |node, seg| match *seg {
+            Seg::Key(key) => node.as_mapping()?.get_node(key),
+            Seg::Index(index) => node.as_sequence()?.get(index),
+        })
+    }
+}
+
+/// Depth-first, in written order: the position of the first scalar value (not key) that is
+/// `token` as written or as a number.
+fn find_scalar(node: &marked_yaml::Node, token: &str) -> Option<Position> {
+    use marked_yaml::Node;
+    match node {
+        Node::Scalar(scalar) => {
+            let same = scalar.as_str() == token
+                || matches!(
+                    (yaml::number(scalar), token.parse::<f64>()),
+                    (Some(a), Ok(b)) if a == b
+                );
+            if same {
+                yaml::start(scalar.span())
+            } else {
+                None
+            }
+        }
+        Node::Sequence(items) => items.iter().find_map(|item| find_scalar(item, token)),
+        Node::Mapping(map) => map.values().find_map(|value| find_scalar(value, token)),
+    }
+}
+
+/// [`Document::locate`] on `text` (`None` if it does not parse).
+pub fn locate(text: &str, path: &[Seg]) -> Option<Position> {
+    Document::parse(text, Path::new("")).ok()?.locate(path)
+}
+
+/// [`Document::locate_token`] on `text` (`None` if it does not parse).
+pub fn locate_token(text: &str, path: &[Seg], token: &str) -> Option<Position> {
+    Document::parse(text, Path::new(""))
+        .ok()?
+        .locate_token(path, token)
+}
+
+/// [`Document::sweep_key_order`] of `text` (empty if it does not parse).
+pub fn sweep_key_order(text: &str) -> Vec<String> {
+    Document::parse(text, Path::new(""))
+        .map(|doc| doc.sweep_key_order())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -756,7 +646,7 @@ name: demo
 family: mock
 # a comment with params: inside
 params:
-  size: 10
+  size: 10    # a comment after the value
   work: 1.5
 sweep:
   threads: [1, 2]
@@ -773,46 +663,355 @@ claims:
     x: size
 quick:
   sweep: {size: [5], extra: [1]}
+  claims:
+    - kind: ratio  # comment
+      numerator: fast
 ";
 
+    fn doc() -> Document {
+        Document::parse(DOC, Path::new("doc.yaml")).unwrap()
+    }
+
     #[test]
-    fn locates_block_keys_nested_keys_and_list_items() {
-        assert_eq!(locate(DOC, &[Seg::Key("family")]), Some((2, 1)));
+    fn locates_block_keys_nested_keys_and_keys_followed_by_comments() {
+        let doc = doc();
+        assert_eq!(doc.locate(&[Seg::Key("family")]), Some((2, 1)));
+        // The comment line mentioning `params:` is not the key.
+        assert_eq!(doc.locate(&[Seg::Key("params")]), Some((4, 1)));
         assert_eq!(
-            locate(DOC, &[Seg::Key("params"), Seg::Key("work")]),
+            doc.locate(&[Seg::Key("params"), Seg::Key("size")]),
+            Some((5, 3))
+        );
+        assert_eq!(
+            doc.locate(&[Seg::Key("params"), Seg::Key("work")]),
             Some((6, 3))
         );
+        assert_eq!(
+            doc.locate(&[Seg::Key("sweep"), Seg::Key("size")]),
+            Some((9, 3))
+        );
+        // The free functions parse and answer the same.
         assert_eq!(
             locate(DOC, &[Seg::Key("sweep"), Seg::Key("size")]),
             Some((9, 3))
         );
-        let second_x = [Seg::Key("claims"), Seg::Index(1), Seg::Key("x")];
-        assert_eq!(locate(DOC, &second_x), Some((19, 5)));
-        let first_name = [Seg::Key("claims"), Seg::Index(0), Seg::Key("name")];
-        assert_eq!(locate(DOC, &first_name), Some((14, 5)));
     }
 
     #[test]
-    fn locates_flow_style_and_tokens() {
-        let quick_size = [Seg::Key("quick"), Seg::Key("sweep"), Seg::Key("size")];
-        assert_eq!(locate(DOC, &quick_size), Some((21, 11)));
+    fn locates_list_items_in_flow_and_block_style() {
+        let doc = doc();
+        let flow = [Seg::Key("variants"), Seg::Index(1)];
+        assert_eq!(doc.locate(&flow), Some((12, 18)));
+        let block = [Seg::Key("sweep"), Seg::Key("size"), Seg::Index(1)];
+        assert_eq!(doc.locate(&block), Some((11, 7)));
+        // Past the end: the list's key.
+        let past = [Seg::Key("variants"), Seg::Index(5)];
+        assert_eq!(doc.locate(&past), Some((12, 1)));
         assert_eq!(
-            locate_token(DOC, &[Seg::Key("variants")], "fast"),
+            doc.locate_token(&[Seg::Key("variants")], "fast"),
             Some((12, 18))
         );
         assert_eq!(
             locate_token(DOC, &[Seg::Key("sweep"), Seg::Key("size")], "200"),
             Some((11, 7))
         );
+        assert_eq!(
+            doc.locate_token(&[Seg::Key("sweep"), Seg::Key("threads")], "2"),
+            Some((8, 16))
+        );
     }
 
     #[test]
-    fn a_missing_key_points_at_its_parent() {
+    fn locates_claims_and_their_keys() {
+        let doc = doc();
+        // A list item that is a mapping is where its first key is.
         assert_eq!(
-            locate(DOC, &[Seg::Key("params"), Seg::Key("nope")]),
+            doc.locate(&[Seg::Key("claims"), Seg::Index(0)]),
+            Some((14, 5))
+        );
+        assert_eq!(
+            doc.locate(&[Seg::Key("claims"), Seg::Index(1)]),
+            Some((17, 5))
+        );
+        let first_name = [Seg::Key("claims"), Seg::Index(0), Seg::Key("name")];
+        assert_eq!(doc.locate(&first_name), Some((14, 5)));
+        let numerator = [Seg::Key("claims"), Seg::Index(0), Seg::Key("numerator")];
+        assert_eq!(doc.locate(&numerator), Some((16, 5)));
+        assert_eq!(doc.locate_token(&numerator, "slow"), Some((16, 16)));
+        let second_x = [Seg::Key("claims"), Seg::Index(1), Seg::Key("x")];
+        assert_eq!(doc.locate(&second_x), Some((19, 5)));
+        // `x: size` is found by value, not by the `size` keys elsewhere.
+        assert_eq!(doc.locate_token(&second_x, "size"), Some((19, 8)));
+    }
+
+    #[test]
+    fn locates_inside_quick() {
+        let doc = doc();
+        let quick_size = [Seg::Key("quick"), Seg::Key("sweep"), Seg::Key("size")];
+        assert_eq!(doc.locate(&quick_size), Some((21, 11)));
+        assert_eq!(doc.locate_token(&quick_size, "5"), Some((21, 18)));
+        let extra = [Seg::Key("quick"), Seg::Key("sweep"), Seg::Key("extra")];
+        assert_eq!(doc.locate(&extra), Some((21, 22)));
+        let claim = [Seg::Key("quick"), Seg::Key("claims"), Seg::Index(0)];
+        assert_eq!(doc.locate(&claim), Some((23, 7)));
+        let numerator = [
+            Seg::Key("quick"),
+            Seg::Key("claims"),
+            Seg::Index(0),
+            Seg::Key("numerator"),
+        ];
+        assert_eq!(doc.locate(&numerator), Some((24, 7)));
+        assert_eq!(doc.locate_token(&numerator, "fast"), Some((24, 18)));
+    }
+
+    #[test]
+    fn a_missing_key_points_at_its_parent_and_a_missing_token_at_the_node() {
+        let doc = doc();
+        assert_eq!(
+            doc.locate(&[Seg::Key("params"), Seg::Key("nope")]),
             Some((4, 1))
         );
-        assert_eq!(locate(DOC, &[Seg::Key("nope")]), None);
+        assert_eq!(doc.locate(&[Seg::Key("nope")]), None);
+        assert_eq!(
+            doc.locate_token(&[Seg::Key("variants")], "medium"),
+            Some((12, 1))
+        );
+        // Not even the first key: the token anywhere in the file.
+        assert_eq!(
+            doc.locate_token(&[Seg::Key("nope")], "fast"),
+            Some((12, 18))
+        );
+        assert_eq!(locate("{unclosed: [", &[Seg::Key("unclosed")]), None);
+    }
+
+    #[test]
+    fn tokens_match_numbers_however_written() {
+        let text =
+            "equivalence:\n  reference: slow\n  rel_tol: 1e-9\nsweep:\n  work: [1.0, 2.50]\n";
+        let tol = [Seg::Key("equivalence"), Seg::Key("rel_tol")];
+        assert_eq!(
+            locate_token(text, &tol, &Value::Float(1e-9).to_string()),
+            Some((3, 12))
+        );
+        let work = [Seg::Key("sweep"), Seg::Key("work")];
+        assert_eq!(
+            locate_token(text, &work, &Value::Float(2.5).to_string()),
+            Some((5, 15))
+        );
+    }
+
+    #[test]
+    fn sweep_order_is_the_written_one_then_quick_additions() {
+        assert_eq!(doc().sweep_key_order(), vec!["threads", "size", "extra"]);
+        assert_eq!(sweep_key_order(DOC), vec!["threads", "size", "extra"]);
+        let reversed = "sweep:\n  size: [1]\n  threads: [1] # last\nquick:\n  sweep:\n    b: [1]\n    a: [2]\n";
+        assert_eq!(sweep_key_order(reversed), vec!["size", "threads", "b", "a"]);
+        assert!(sweep_key_order("name: x\n").is_empty());
+        assert!(sweep_key_order("sweep: [").is_empty());
+    }
+
+    const HEAD: &str = "name: n\npaper: p\nreproduces: r\nfamily: mock\ndata: {source: synthetic}\nvariants: [slow, fast]\n";
+
+    fn parse(rest: &str) -> Result<ExperimentConfig, ConfigError> {
+        parse_str(&format!("{HEAD}{rest}"), Path::new("t.yaml"))
+    }
+
+    /// `(line, column, message)` of a parse error.
+    fn error(rest: &str) -> (Option<usize>, Option<usize>, String) {
+        match parse(rest) {
+            Err(ConfigError::Parse {
+                line,
+                column,
+                message,
+                ..
+            }) => (line, column, message),
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn scalars_are_typed_as_serde_yaml_typed_them() {
+        let config = parse(
+            "params:\n  threads: 2\n  lambda: 1.5\n  mu: 1\n  kernel: sddmm\n  permute: true\n  quoted: \"2\"\n  single: '1.5'\n  yes_: yes\n  no_: no\n  on_: on\n  off_: Off\n  capital: True\n  octal_like: 007\n  hex: 0x10\n  negative: -3\n  tiny: 1e-9\n  inf: .inf\n  neg_inf: -.inf\n  word_inf: inf\n  plus: +5\n",
+        )
+        .unwrap();
+        let p = &config.params;
+        assert_eq!(p["threads"], Value::Int(2));
+        assert_eq!(p["lambda"], Value::Float(1.5));
+        assert_eq!(p["mu"], Value::Int(1));
+        assert_eq!(p["kernel"], Value::Str("sddmm".into()));
+        assert_eq!(p["permute"], Value::Bool(true));
+        assert_eq!(p["quoted"], Value::Str("2".into()));
+        assert_eq!(p["single"], Value::Str("1.5".into()));
+        // YAML 1.1 booleans are strings in YAML 1.2 (and were with serde_yaml 0.9).
+        for key in ["yes_", "no_", "on_", "off_"] {
+            assert!(matches!(p[key], Value::Str(_)), "{key}: {:?}", p[key]);
+        }
+        assert_eq!(p["capital"], Value::Bool(true));
+        assert_eq!(p["octal_like"], Value::Str("007".into()));
+        assert_eq!(p["hex"], Value::Int(16));
+        assert_eq!(p["negative"], Value::Int(-3));
+        assert_eq!(p["tiny"], Value::Float(1e-9));
+        assert_eq!(p["inf"], Value::Float(f64::INFINITY));
+        assert_eq!(p["neg_inf"], Value::Float(f64::NEG_INFINITY));
+        assert_eq!(p["word_inf"], Value::Str("inf".into()));
+        assert_eq!(p["plus"], Value::Int(5));
+        assert!(matches!(
+            parse("params: {x: .nan}\n").unwrap().params["x"],
+            Value::Float(f) if f.is_nan()
+        ));
+    }
+
+    #[test]
+    fn strings_keep_their_text_and_empty_values_take_defaults() {
+        let text = "name: 2024\npaper: 1.50\nreproduces: true\nfamily: mock\ndescription:\ndata: {source: dataset, file: '007.bin', seed: 0x10}\nvariants: [1, \"2\"]\nparams:\nsweep:\nquick:\nfigures:\n  - {name: f, title: t, x: size, y: wall_time_s, x_label: ~}\n";
+        let config = parse_str(text, Path::new("t.yaml")).unwrap();
+        assert_eq!(config.name, "2024");
+        assert_eq!(config.paper, "1.50");
+        assert_eq!(config.reproduces, "true");
+        assert_eq!(config.description, "");
+        assert_eq!(config.data.source, DataSource::Dataset);
+        assert_eq!(config.data.file.as_deref(), Some("007.bin"));
+        assert_eq!(config.data.seed, 16);
+        assert_eq!(config.variants, vec!["1", "2"]);
+        assert!(config.params.is_empty() && config.sweep.is_empty());
+        assert_eq!(config.quick, None);
+        assert_eq!(config.figures[0].x_label, None);
+        assert_eq!(config.repetitions, 3);
+    }
+
+    #[test]
+    fn claims_read_numbers_through_the_kind_tag() {
+        let config = parse(
+            "claims:\n  - kind: ratio\n    name: r\n    numerator: slow\n    denominator: fast\n    at_least: 50\n    at: {size: max, threads: 2}\n  - {kind: scaling, name: s, variant: fast, from: 1, to: max, at_least: 1.5}\n",
+        )
+        .unwrap();
+        match &config.claims[0] {
+            ClaimConfig::Ratio { at_least, at, .. } => {
+                assert_eq!(*at_least, Some(50.0));
+                assert_eq!(at["size"], Value::Str("max".into()));
+                assert_eq!(at["threads"], Value::Int(2));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &config.claims[1] {
+            ClaimConfig::Scaling { from, to, .. } => {
+                assert_eq!(*from, Value::Int(1));
+                assert_eq!(*to, Value::Str("max".into()));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_keys_point_at_the_key_and_suggest_the_fix() {
+        let (line, column, message) = error("reptitions: 2\n");
+        assert_eq!((line, column), (Some(7), Some(1)));
+        assert!(
+            message.starts_with("unknown field `reptitions`"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("(did you mean `repetitions`?)"),
+            "{message}"
+        );
+
+        let (line, column, message) = error("quick:\n  sweep: {}\n  warmpu: 1\n");
+        assert_eq!((line, column), (Some(9), Some(3)));
+        assert!(
+            message.starts_with("quick: unknown field `warmpu`"),
+            "{message}"
+        );
+        assert!(message.contains("did you mean `warmup`?"), "{message}");
+
+        // Inside a claim (buffered by serde for the `kind` tag): still the key's own position.
+        let (line, column, message) = error(
+            "claims:\n  - name: r\n    kind: ratio\n    numerator: slow\n    denominator: fast\n    at_leats: 50\n",
+        );
+        assert_eq!((line, column), (Some(12), Some(5)));
+        assert!(
+            message.starts_with("claims[0]: unknown field `at_leats`"),
+            "{message}"
+        );
+        assert!(message.contains("did you mean `at_least`?"), "{message}");
+
+        let (line, column, message) = error("claims:\n  - {name: r, kind: ratios}\n");
+        assert_eq!((line, column), (Some(8), Some(21)));
+        assert!(message.contains("unknown variant `ratios`"), "{message}");
+    }
+
+    #[test]
+    fn wrong_types_and_missing_fields_name_the_path_and_the_value() {
+        let (line, column, message) = error("repetitions: many\n");
+        assert_eq!((line, column), (Some(7), Some(14)));
+        assert_eq!(
+            message,
+            "repetitions: invalid type: string \"many\", expected a non-negative integer"
+        );
+        // A quoted number is a string.
+        let (line, column, message) = error("warmup: \"2\"\n");
+        assert_eq!((line, column), (Some(7), Some(9)));
+        assert!(message.contains("invalid type: string \"2\""), "{message}");
+
+        let (line, column, message) = error("sweep:\n  size: 5\n");
+        assert_eq!((line, column), (Some(8), Some(9)));
+        assert!(
+            message.starts_with("sweep.size: invalid type: integer `5`"),
+            "{message}"
+        );
+        assert!(message.contains("expected a list"), "{message}");
+
+        let (line, column, message) = error("equivalence:\n  reference: slow\n  rel_tol: [1]\n");
+        assert_eq!((line, column), (Some(9), Some(12)));
+        assert!(
+            message.starts_with("equivalence.rel_tol: invalid type: sequence"),
+            "{message}"
+        );
+
+        let (line, column, message) = error("equivalence:\n  reference: slow\n");
+        assert_eq!((line, column), (Some(8), Some(3)));
+        assert_eq!(message, "equivalence: missing field `rel_tol`");
+
+        let text = HEAD.replace("paper: p\n", "");
+        let err = parse_str(&text, Path::new("t.yaml")).unwrap_err();
+        assert_eq!(err.to_string(), "t.yaml:1:1: missing field `paper`");
+    }
+
+    #[test]
+    fn syntax_errors_duplicates_and_unsupported_yaml_are_positioned() {
+        let (line, column, message) = error("sweep:\n  size: [1, 2\n");
+        assert_eq!(line, Some(9), "{message}");
+        assert!(column.is_some());
+
+        let (line, column, message) = error("variants: [fast]\n");
+        assert_eq!((line, column), (Some(7), Some(1)));
+        assert_eq!(
+            message,
+            "duplicate key `variants` (first written at line 6 column 1)"
+        );
+
+        let (line, _, message) = error("params: &p {size: 1}\n");
+        assert_eq!(line, Some(7));
+        assert!(message.contains("anchors"), "{message}");
+
+        let err = parse_str("- a\n- b\n", Path::new("t.yaml")).unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("t.yaml:1:1: an experiment file must be a mapping"));
+    }
+
+    #[test]
+    fn a_document_is_parsed_once_for_the_config_and_the_positions() {
+        let text = format!("{HEAD}params: {{size: 10}}\n");
+        let doc = Document::parse(&text, Path::new("one.yaml")).unwrap();
+        assert_eq!(doc.text(), text);
+        assert_eq!(doc.path(), Path::new("one.yaml"));
+        let config = doc.config().unwrap();
+        assert_eq!(config.params["size"], Value::Int(10));
+        assert_eq!(
+            doc.locate(&[Seg::Key("params"), Seg::Key("size")]),
+            Some((7, 10))
+        );
     }
 
     #[test]
@@ -822,11 +1021,6 @@ quick:
         let m = "unknown field `zzz`, expected one of `name`, `repetitions`";
         assert_eq!(did_you_mean(m), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
-    }
-
-    #[test]
-    fn sweep_order_is_the_written_one_then_quick_additions() {
-        assert_eq!(sweep_key_order(DOC), vec!["threads", "size", "extra"]);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! to the cost model's prediction, as text on stderr or one JSON object on stdout (`--json`).
 
 use crate::backend::Backend;
-use crate::families::fusedmm::{self as family, CommSummary};
+use crate::families::fusedmm::{self as family, CommSummary, FusedmmPoint};
+use crate::families::params::Named;
 use anyhow::{bail, Context, Result};
 use fusedmm::{Dense, FusedMmError, Kernel, KernelOutput, Par, Problem, Strategy};
 use std::fs::File;
@@ -16,15 +17,27 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-const KERNELS: [&str; 5] = ["sddmm", "spmma", "spmmb", "fusedmma", "fusedmmb"];
-const ALGORITHMS: [&str; 5] = [
-    "1d",
-    "1.5d-dense-shift",
-    "1.5d-sparse-shift",
-    "2.5d-dense-replicate",
-    "2.5d-sparse-replicate",
-];
-const STRATEGIES: [&str; 3] = ["none", "reuse", "fusion"];
+/// The options' names and the defaults shared with the `fusedmm` experiment family come from
+/// the crate's enums and from [`FusedmmPoint::default`], so each is written once.
+fn default_kernel() -> &'static str {
+    FusedmmPoint::default().kernel.0.name()
+}
+
+fn default_ranks() -> usize {
+    FusedmmPoint::default().ranks
+}
+
+fn default_replication() -> u64 {
+    FusedmmPoint::default().replication as u64
+}
+
+fn ranks_help() -> String {
+    format!(
+        "Number of ranks p: threads with the local backend (default {}); with `--backend mpi` \
+the processes mpirun started (giving another number is an error)",
+        default_ranks()
+    )
+}
 
 /// Arguments of `parbench fusedmm`.
 #[derive(clap::Args, Clone, Debug)]
@@ -66,17 +79,16 @@ pub struct FusedmmArgs {
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..))]
     pub r: Option<u64>,
     /// The kernel to run.
-    #[arg(long, default_value = "fusedmma", value_parser = clap::builder::PossibleValuesParser::new(KERNELS))]
+    #[arg(long, default_value = default_kernel(), value_parser = clap::builder::PossibleValuesParser::new(Kernel::names()))]
     pub kernel: String,
     /// The distributed algorithm.
-    #[arg(long, default_value = "1.5d-dense-shift", value_parser = clap::builder::PossibleValuesParser::new(ALGORITHMS))]
+    #[arg(long, default_value = "1.5d-dense-shift", value_parser = clap::builder::PossibleValuesParser::new(fusedmm::algorithm_names()))]
     pub algorithm: String,
     /// How a fused kernel combines its SDDMM and SpMM (ignored by the other kernels).
-    #[arg(long, default_value = "none", value_parser = clap::builder::PossibleValuesParser::new(STRATEGIES))]
+    #[arg(long, default_value = "none", value_parser = clap::builder::PossibleValuesParser::new(Strategy::names()))]
     pub strategy: String,
-    /// Number of ranks p: threads with the local backend (default 4); with `--backend mpi` the
-    /// processes mpirun started (giving another number is an error).
-    #[arg(long, value_name = "P", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    // Help from `ranks_help`, which states the family's default.
+    #[arg(long, value_name = "P", help = ranks_help(), value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub ranks: Option<u64>,
     /// Where the ranks run: `local` (threads of this process, message passing only) or `mpi`
     /// (one process per rank: `mpirun -np P parbench fusedmm --backend mpi ...`; needs a
@@ -84,7 +96,7 @@ pub struct FusedmmArgs {
     #[arg(long, default_value = "local", value_parser = ["local", "mpi"])]
     pub backend: String,
     /// Replication factor c.
-    #[arg(long, value_name = "C", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "C", default_value_t = default_replication(), value_parser = clap::value_parser!(u64).range(1..))]
     pub replication: u64,
     /// A (m x r) as a MatrixMarket array file (random from the seed when absent).
     #[arg(long, value_name = "FILE")]
@@ -168,7 +180,7 @@ fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Res
     let alg = fusedmm::algorithm(&args.algorithm)
         .with_context(|| format!("unknown algorithm {}", args.algorithm))?;
     let c = usize::try_from(args.replication).context("--replication is too large")?;
-    let p = backend.ranks(args.ranks, 4)?;
+    let p = backend.ranks(args.ranks, default_ranks())?;
     // Grid and strategy first: they need no input, and a wrong choice should not wait for a
     // large file to be parsed.
     alg.check_grid(p, c).map_err(grid_help)?;

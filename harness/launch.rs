@@ -105,7 +105,7 @@ pub fn run_point(
     let point = &plan.points[index];
     let processes = plan
         .family
-        .processes(point, plan::threads_of(point))
+        .processes(&plan.typed[index], plan::threads_of(point))
         .context("counting the MPI processes of the point")?;
     let experiment = std::fs::canonicalize(run_dir.join(crate::results::EXPERIMENT_YAML))
         .context("locating the run's copy of the experiment file")?;
@@ -193,6 +193,7 @@ fn launched_on(backend: &Backend, args: &LaunchedArgs) -> Result<()> {
         );
     }
     let threads = plan::threads_of(point);
+    let point = &plan.typed[args.point];
     let input = plan
         .family
         .prepare(point, plan.dataset.as_deref(), plan.config.data.seed)

@@ -9,6 +9,7 @@
 //! the same folder, then a rename).
 
 use crate::backend::Backend;
+use crate::families::params::Named;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaOutput, LdaParams, TextOptions};
@@ -64,16 +65,16 @@ pub struct TrainArgs {
     )]
     pub variant: String,
     /// Number of topics K.
-    #[arg(long, short = 'k', default_value_t = 20)]
+    #[arg(long, short = 'k', default_value_t = LdaParams::default().topics)]
     pub topics: usize,
     /// Symmetric document-topic prior (> 0).
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = LdaParams::default().alpha, allow_negative_numbers = true)]
     pub alpha: f64,
     /// Symmetric topic-word prior (> 0).
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = LdaParams::default().beta, allow_negative_numbers = true)]
     pub beta: f64,
     /// Gibbs sweeps over the corpus.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = LdaParams::default().iterations)]
     pub iters: usize,
     /// Worker threads of sync and async (default: every core); sequential and sparse use one.
     /// With `--backend mpi` the workers are the job's processes but the first (give none, or
@@ -95,27 +96,35 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DOCS")]
     pub checkpoint: Option<usize>,
     /// Seed of the initial topics, the document shares and every draw.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = LdaParams::default().seed)]
     pub seed: u64,
     /// async: how a worker encodes its changes: the whole W x K table of differences, or a hash
     /// map of the entries that changed.
-    #[arg(long, default_value = "dense", value_parser = ["dense", "sparse"])]
+    #[arg(
+        long,
+        default_value = DeltaEncoding::default().name(),
+        value_parser = clap::builder::PossibleValuesParser::new(<DeltaEncoding as Named>::names())
+    )]
     pub delta: String,
     /// async: keep sampling while the master's reply is in flight (double buffer).
     #[arg(long)]
     pub non_blocking: bool,
     /// Per-token sampler of the sync and async workers.
-    #[arg(long, default_value = "standard", value_parser = ["standard", "sparse"])]
+    #[arg(
+        long,
+        default_value = InnerSampler::default().name(),
+        value_parser = clap::builder::PossibleValuesParser::new(<InnerSampler as Named>::names())
+    )]
     pub inner: String,
     /// --text: drop words seen fewer times than this.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = crate::families::lda::DEFAULT_MIN_COUNT)]
     pub min_count: u64,
     /// --text: read at most this many documents (lines).
     #[arg(long, value_name = "N")]
     pub max_docs: Option<usize>,
     /// Evaluate the log-likelihood every N iterations for the progress display (0: only at the
     /// end). The evaluation costs about O(W K + D K) and is part of the reported time.
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = LdaParams::default().likelihood_every)]
     pub likelihood_every: usize,
     /// Words shown per topic.
     #[arg(long, value_name = "N", default_value_t = 10)]

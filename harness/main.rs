@@ -201,8 +201,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         } => reproduce(&wanted, quick, out, &experiments, data_dir.as_deref()),
         Command::Plot { run_dir } => {
             for dir in run_dirs(&run_dir)? {
-                let (plan, rows) = load_run(&dir, data_dir.as_deref())?;
-                let figs = runner::draw_figures(&plan, &rows, &dir)?;
+                let run = results::load_run(&dir)?;
+                let figs = parbench::plot::draw_run_figures(&run.config.figures, &run.rows, &dir)?;
                 for f in figs {
                     println!("{}", f.display());
                 }
@@ -224,7 +224,6 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
                 min_time_s: min_time,
                 ..check::CheckOptions::default()
             },
-            data_dir.as_deref(),
         ),
         Command::List { experiments } => {
             list(&experiments);
@@ -376,7 +375,9 @@ fn reproduce(
         std::fs::create_dir_all(&figures_dir)?;
         for f in &summary.figures {
             if let Some(name) = f.file_name() {
-                std::fs::copy(f, figures_dir.join(name))?;
+                let bytes =
+                    std::fs::read(f).with_context(|| format!("cannot read {}", f.display()))?;
+                results::write_atomic(&figures_dir.join(name), &bytes)?;
             }
         }
     }
@@ -410,32 +411,18 @@ fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// The plan stored with a run (its copy of the experiment file) and its rows.
-fn load_run(
-    dir: &Path,
-    data_dir: Option<&Path>,
-) -> Result<(plan::Plan, Vec<parbench::model::ResultRow>)> {
-    let meta = results::read_meta(dir)?;
-    let yaml = dir.join(results::EXPERIMENT_YAML);
-    let plan = plan::build(&yaml, meta.quick, data_dir)
-        .with_context(|| format!("re-reading the experiment stored in {}", dir.display()))?;
-    let rows = results::read_rows(dir)?;
-    Ok((plan, rows))
-}
-
 fn check_runs(
     run_dir: &Path,
     baseline: Option<&Path>,
     write_baseline: Option<&Path>,
     options: &check::CheckOptions,
-    data_dir: Option<&Path>,
 ) -> Result<ExitCode> {
     let dirs = run_dirs(run_dir)?;
     if let Some(path) = write_baseline {
         let mut all = check::Baseline::default();
         for dir in &dirs {
-            let (plan, rows) = load_run(dir, data_dir)?;
-            all.merge(check::make_baseline(&rows, &plan.config));
+            let run = results::load_run(dir)?;
+            all.merge(check::make_baseline(&run.rows, &run.config));
         }
         all.save(path)?;
         println!("baseline written to {}", path.display());
@@ -447,15 +434,18 @@ fn check_runs(
     };
     let (mut claims_ok, mut perf_ok) = (true, true);
     for dir in &dirs {
-        let (plan, rows) = load_run(dir, data_dir)?;
-        let report = check::check_with(&rows, &plan.config, base.as_ref(), options);
-        println!("== {} ({}) ==", plan.config.name, dir.display());
+        let run = results::load_run(dir)?;
+        let report = check::check_with(&run.rows, &run.config, base.as_ref(), options);
+        println!("== {} ({}) ==", run.config.name, dir.display());
         print_claims(&report.claims);
         for w in &report.warnings {
             println!("  warning: {w}");
         }
         for r in &report.regressions {
             println!("  REGRESSION: {r}");
+        }
+        for n in &report.notes {
+            println!("  note: {n}");
         }
         claims_ok &= report.claims.iter().all(|c| c.passed);
         perf_ok &= report.regressions.is_empty();
@@ -486,7 +476,14 @@ fn list(experiments: &Path) {
         println!("  variants: {}", f.variants().join(", "));
         println!("  parameters:");
         for p in f.params() {
-            println!("    {:<16} {:<8} {}", p.name, p.kind, p.help);
+            let kind = match &p.choices {
+                Some(c) => c.join("|"),
+                None => p.kind.to_string(),
+            };
+            println!(
+                "    {:<20} {:<24} {} (default {})",
+                p.name, kind, p.help, p.default
+            );
         }
         for (file, what) in f.datasets() {
             println!("  dataset {file}: {what}");

@@ -94,36 +94,52 @@ pub struct Measurement {
     pub output: Vec<f64>,
 }
 
-/// A parameter a family understands, for validating experiment files.
-#[derive(Clone, Debug)]
+/// A parameter a family understands, for validation messages, `parbench list` and help texts.
+/// Made from the family's [`crate::point_params!`] declaration, never written by hand.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ParamSpec {
     pub name: &'static str,
-    /// "integer", "float", "string" or "boolean" (an integer is accepted for a float).
+    /// "integer", "number", "string" or "boolean" (an integer is accepted for a number).
     pub kind: &'static str,
-    pub help: &'static str,
+    /// The names an option accepts.
+    pub choices: Option<Vec<&'static str>>,
+    /// The value used when a point does not set it, as a file would write it.
+    pub default: String,
+    pub help: String,
 }
+
+/// A point's parameters in the family's typed form, made once when the plan is built.
+pub type TypedPoint = std::sync::Arc<dyn Any + Send + Sync>;
 
 /// Input built once per point and shared by every variant and repetition of that point.
 pub type PreparedInput = Box<dyn Any + Send + Sync>;
 
 /// An algorithm family as the harness sees it. The runner never knows more than this, so a mock
-/// family can drive the whole pipeline in tests.
+/// family can drive the whole pipeline in tests. Families implement [`TypedFamily`]; this
+/// object-safe form is derived from it.
 pub trait Family: Send + Sync {
     /// Name used in experiment files (`family: sinkhorn`).
     fn name(&self) -> &'static str;
     /// Variant names this family offers.
     fn variants(&self) -> Vec<&'static str>;
-    /// Parameters a point may set (besides `threads`, which every family takes).
+    /// Parameters a point may set (besides the runner's `threads` and `backend`).
     fn params(&self) -> Vec<ParamSpec>;
     /// Data sources this family can read from the data dir: (file name, what it is).
-    fn datasets(&self) -> Vec<(&'static str, &'static str)> {
-        Vec::new()
-    }
-    /// Builds the input for one point: generates synthetic data from the point's parameters and
-    /// `seed`, or loads `dataset` from `data_dir`.
-    fn prepare(
+    fn datasets(&self) -> Vec<(&'static str, &'static str)>;
+    /// Why `value` cannot be parameter `key`'s (`None`: the family has no parameter `key`).
+    fn check_value(&self, key: &str, value: &Value) -> Option<Result<(), String>>;
+    /// The typed form of a point whose every value passed [`Family::check_value`], or what is
+    /// wrong with its parameters taken together (for the `variants` the experiment runs).
+    fn typed_point(
         &self,
         point: &Params,
+        variants: &[String],
+    ) -> Result<TypedPoint, Vec<crate::families::params::PointIssue>>;
+    /// Builds the input for one point: generates synthetic data from the point's parameters and
+    /// `seed`, or loads `dataset`.
+    fn prepare(
+        &self,
+        point: &TypedPoint,
         dataset: Option<&Path>,
         seed: u64,
     ) -> anyhow::Result<PreparedInput>;
@@ -132,32 +148,165 @@ pub trait Family: Send + Sync {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &TypedPoint,
         threads: usize,
     ) -> anyhow::Result<Measurement>;
-    /// How many MPI processes a `backend: mpi` point needs (the experiment's launcher starts
-    /// that many); families without variants that run across processes refuse.
-    fn processes(&self, point: &Params, threads: usize) -> anyhow::Result<usize> {
-        let _ = (point, threads);
-        anyhow::bail!(
-            "the {} family has no variant that runs across MPI processes",
-            self.name()
-        )
-    }
-    /// Runs `variant` once across the processes of the MPI job `comm` (every rank calls this
-    /// with the same point); rank 0 returns the measurement, the others `None`.
+    /// How many MPI processes a `backend: mpi` point needs.
+    fn processes(&self, point: &TypedPoint, threads: usize) -> anyhow::Result<usize>;
+    /// Runs `variant` once across the processes of the MPI job (every rank calls this with the
+    /// same point); rank 0 returns the measurement, the others `None`.
     fn run_on_ranks(
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &TypedPoint,
+        threads: usize,
+        backend: &crate::backend::Backend,
+    ) -> anyhow::Result<Option<Measurement>>;
+}
+
+/// A family written against its own typed point ([`TypedFamily::Point`], declared with
+/// [`crate::point_params!`]); the harness sees it as a [`Family`].
+pub trait TypedFamily: Send + Sync {
+    /// The point's parameters.
+    type Point: crate::families::params::PointParams;
+    /// Name used in experiment files.
+    const NAME: &'static str;
+    /// Variant names this family offers.
+    fn variants(&self) -> Vec<&'static str>;
+    /// Data sources this family can read from the data dir: (file name, what it is).
+    fn datasets(&self) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
+    /// What is wrong with a point's parameters taken together, for these variants (sizes of
+    /// zero, grids that cannot be formed). Runs for every point before anything runs.
+    fn check(
+        &self,
+        point: &Self::Point,
+        variants: &[String],
+    ) -> Vec<crate::families::params::PointIssue> {
+        let _ = (point, variants);
+        Vec::new()
+    }
+    /// See [`Family::prepare`].
+    fn prepare(
+        &self,
+        point: &Self::Point,
+        dataset: Option<&Path>,
+        seed: u64,
+    ) -> anyhow::Result<PreparedInput>;
+    /// See [`Family::run`].
+    fn run(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Self::Point,
+        threads: usize,
+    ) -> anyhow::Result<Measurement>;
+    /// See [`Family::processes`]; families without variants across processes refuse.
+    fn processes(&self, point: &Self::Point, threads: usize) -> anyhow::Result<usize> {
+        let _ = (point, threads);
+        anyhow::bail!(
+            "the {} family has no variant that runs across MPI processes",
+            Self::NAME
+        )
+    }
+    /// See [`Family::run_on_ranks`].
+    fn run_on_ranks(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &Self::Point,
         threads: usize,
         backend: &crate::backend::Backend,
     ) -> anyhow::Result<Option<Measurement>> {
         let _ = (variant, input, point, threads, backend);
         anyhow::bail!(
             "the {} family has no variant that runs across MPI processes",
-            self.name()
+            Self::NAME
+        )
+    }
+}
+
+/// The typed point behind a [`TypedPoint`] (an internal error if the plan gave another
+/// family's point).
+fn downcast<'p, P: 'static>(point: &'p TypedPoint, family: &str) -> anyhow::Result<&'p P> {
+    point
+        .downcast_ref::<P>()
+        .ok_or_else(|| anyhow::anyhow!("internal: a point of another family reached {family}"))
+}
+
+impl<F: TypedFamily> Family for F {
+    fn name(&self) -> &'static str {
+        F::NAME
+    }
+    fn variants(&self) -> Vec<&'static str> {
+        TypedFamily::variants(self)
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        <F::Point as crate::families::params::PointParams>::specs()
+    }
+    fn datasets(&self) -> Vec<(&'static str, &'static str)> {
+        TypedFamily::datasets(self)
+    }
+    fn check_value(&self, key: &str, value: &Value) -> Option<Result<(), String>> {
+        <F::Point as crate::families::params::PointParams>::check_value(key, value)
+    }
+    fn typed_point(
+        &self,
+        point: &Params,
+        variants: &[String],
+    ) -> Result<TypedPoint, Vec<crate::families::params::PointIssue>> {
+        let typed = <F::Point as crate::families::params::PointParams>::from_params(point)
+            .map_err(|e| {
+                vec![crate::families::params::PointIssue::new(
+                    &[],
+                    e,
+                    "check the point's parameters",
+                )]
+            })?;
+        let issues = TypedFamily::check(self, &typed, variants);
+        if issues.is_empty() {
+            Ok(std::sync::Arc::new(typed))
+        } else {
+            Err(issues)
+        }
+    }
+    fn prepare(
+        &self,
+        point: &TypedPoint,
+        dataset: Option<&Path>,
+        seed: u64,
+    ) -> anyhow::Result<PreparedInput> {
+        TypedFamily::prepare(self, downcast(point, F::NAME)?, dataset, seed)
+    }
+    fn run(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &TypedPoint,
+        threads: usize,
+    ) -> anyhow::Result<Measurement> {
+        TypedFamily::run(self, variant, input, downcast(point, F::NAME)?, threads)
+    }
+    fn processes(&self, point: &TypedPoint, threads: usize) -> anyhow::Result<usize> {
+        TypedFamily::processes(self, downcast(point, F::NAME)?, threads)
+    }
+    fn run_on_ranks(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &TypedPoint,
+        threads: usize,
+        backend: &crate::backend::Backend,
+    ) -> anyhow::Result<Option<Measurement>> {
+        TypedFamily::run_on_ranks(
+            self,
+            variant,
+            input,
+            downcast(point, F::NAME)?,
+            threads,
+            backend,
         )
     }
 }

@@ -15,7 +15,7 @@ use crate::config::{
     self, ClaimConfig, ConfigError, DataSource, ExperimentConfig, Located, Position, Seg,
 };
 use crate::families;
-use crate::model::{Family, ParamSpec, Params, Value};
+use crate::model::{Family, ParamSpec, Params, TypedPoint, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,8 @@ pub struct Plan {
     pub family: Box<dyn Family>,
     /// Every point of the expanded sweep, in run order; `threads` is always present.
     pub points: Vec<Params>,
+    /// The family's typed form of each point (same order), checked when the plan was built.
+    pub typed: Vec<TypedPoint>,
     /// The dataset file resolved in the data dir, for `source: dataset`.
     pub dataset: Option<PathBuf>,
     pub quick: bool,
@@ -168,6 +170,14 @@ pub fn build_from_str(
     };
     v.check(&config, family.as_deref());
     let dataset = v.check_data(&config, data_dir);
+    let order = config::sweep_key_order(yaml_text);
+    let points = expand(&config.params, &config.sweep, &order);
+    // Every point in its typed form, before anything runs: what a family finds wrong with a
+    // point's parameters taken together is a problem of the plan like any other.
+    let typed = match &family {
+        Some(f) => v.check_points(&config, f.as_ref(), &points),
+        None => Vec::new(),
+    };
     // Reading order: by line, problems without a line last.
     v.problems
         .sort_by_key(|p| (p.line.is_none(), p.line, p.column));
@@ -177,14 +187,13 @@ pub fn build_from_str(
             problems: v.problems,
         });
     };
-    let order = config::sweep_key_order(yaml_text);
-    let points = expand(&config.params, &config.sweep, &order);
     Ok(Plan {
         config,
         source: path.to_path_buf(),
         yaml_text: yaml_text.to_string(),
         family,
         points,
+        typed,
         dataset,
         quick,
     })
@@ -236,22 +245,19 @@ fn is_result_column(name: &str) -> bool {
         || (name.starts_with("metric_") && name.len() > "metric_".len())
 }
 
-fn kind_matches(kind: &str, value: &Value) -> bool {
-    matches!(
-        (kind, value),
-        ("integer", Value::Int(_))
-            | ("float", Value::Int(_) | Value::Float(_))
-            | ("string", Value::Str(_))
-            | ("boolean", Value::Bool(_))
-    )
+/// The name in `names` closest to `word` by edit distance, when it is close enough to be a typo.
+fn nearest<'n>(word: &str, names: &[&'n str]) -> Option<&'n str> {
+    names
+        .iter()
+        .map(|n| (config::edit_distance(word, n), *n))
+        .filter(|(d, n)| *d <= 2.max(n.len() / 3))
+        .min()
+        .map(|(_, n)| n)
 }
 
 fn list(names: &[&str]) -> String {
     names.join(", ")
 }
-
-/// `(at_least, at_most)` of a claim.
-type BoundPair = (Option<f64>, Option<f64>);
 
 struct Validator<'a> {
     text: &'a str,
@@ -346,7 +352,13 @@ impl<'a> Validator<'a> {
         });
         for (key, value) in &config.params {
             let path = self.merged_path("params", key);
-            self.check_param(key, std::slice::from_ref(value), &path, specs.as_deref());
+            self.check_param(
+                key,
+                std::slice::from_ref(value),
+                &path,
+                specs.as_deref(),
+                family,
+            );
         }
         for (key, values) in &config.sweep {
             let path = self.merged_path("sweep", key);
@@ -360,7 +372,7 @@ impl<'a> Validator<'a> {
                     )),
                 );
             }
-            self.check_param(key, values, &path, specs.as_deref());
+            self.check_param(key, values, &path, specs.as_deref(), family);
             if config.params.contains_key(key) {
                 let at = self.at(&path);
                 self.push(
@@ -374,7 +386,13 @@ impl<'a> Validator<'a> {
             if let Some(q) = self.quick_cfg {
                 for (key, value) in &q.params {
                     let path = vec![Seg::Key("quick"), Seg::Key("params"), Seg::Key(key)];
-                    self.check_param(key, std::slice::from_ref(value), &path, specs.as_deref());
+                    self.check_param(
+                        key,
+                        std::slice::from_ref(value),
+                        &path,
+                        specs.as_deref(),
+                        family,
+                    );
                 }
                 for (key, values) in &q.sweep {
                     let path = vec![Seg::Key("quick"), Seg::Key("sweep"), Seg::Key(key)];
@@ -386,7 +404,7 @@ impl<'a> Validator<'a> {
                             Some(format!("give `{key}` at least one value")),
                         );
                     }
-                    self.check_param(key, values, &path, specs.as_deref());
+                    self.check_param(key, values, &path, specs.as_deref(), family);
                 }
                 if q.repetitions == Some(0) {
                     let at = self.at(&[Seg::Key("quick"), Seg::Key("repetitions")]);
@@ -460,6 +478,72 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// The typed form of every point, collecting what the family finds wrong with any of them
+    /// (each distinct problem once, located at the responsible key: its value in a sweep list,
+    /// else its `params` entry). Values already reported as invalid are left out, so the
+    /// family's defaults stand in for them and the other problems are still found.
+    fn check_points(
+        &mut self,
+        config: &ExperimentConfig,
+        family: &dyn Family,
+        points: &[Params],
+    ) -> Vec<TypedPoint> {
+        let mut typed = Vec::with_capacity(points.len());
+        let mut reported = BTreeSet::new();
+        for point in points {
+            let valid: Params = point
+                .iter()
+                .filter(|(k, v)| {
+                    RUNNER_PARAMS.contains(&k.as_str()) || family.check_value(k, v) == Some(Ok(()))
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            match family.typed_point(&valid, &config.variants) {
+                Ok(t) => typed.push(t),
+                Err(issues) => {
+                    for issue in issues {
+                        if !reported.insert(issue.message.clone()) {
+                            continue;
+                        }
+                        let at = self.locate_point_key(config, point, &issue.keys);
+                        let swept: Vec<String> = config
+                            .sweep
+                            .keys()
+                            .filter_map(|k| point.get(k).map(|v| format!("{k}={v}")))
+                            .collect();
+                        let message = if swept.is_empty() {
+                            issue.message
+                        } else {
+                            format!("{} (at the point {})", issue.message, swept.join(", "))
+                        };
+                        self.push(at, message, Some(issue.help));
+                    }
+                }
+            }
+        }
+        typed
+    }
+
+    /// Where the first of `keys` that the file sets gets its value at `point`.
+    fn locate_point_key(
+        &self,
+        config: &ExperimentConfig,
+        point: &Params,
+        keys: &[&str],
+    ) -> Option<Position> {
+        for key in keys {
+            if config.sweep.contains_key(*key) {
+                let path = self.merged_path("sweep", key);
+                let token = point.get(*key).map(|v| v.to_string()).unwrap_or_default();
+                return self.at_token(&path, &token).or_else(|| self.at(&path));
+            }
+            if config.params.contains_key(*key) {
+                return self.at(&self.merged_path("params", key));
+            }
+        }
+        self.at(&top("family"))
+    }
+
     fn check_variants(&mut self, listed: &[String], path: &[Seg], valid: Option<&[&str]>) {
         if listed.is_empty() {
             let at = self.at(path);
@@ -498,6 +582,7 @@ impl<'a> Validator<'a> {
         values: &[Value],
         path: &[Seg],
         specs: Option<&[ParamSpec]>,
+        family: Option<&dyn Family>,
     ) {
         if key == "threads" {
             for v in values {
@@ -558,19 +643,21 @@ impl<'a> Validator<'a> {
             return;
         };
         for v in values {
-            if !kind_matches(spec.kind, v) {
-                let at = self.at_token(path, &v.to_string());
-                self.push(
-                    at,
-                    format!(
-                        "parameter `{key}` must be {} {}, got {} `{v}`",
-                        if spec.kind == "integer" { "an" } else { "a" },
-                        spec.kind,
-                        v.type_name()
-                    ),
-                    Some(format!("`{key}`: {}", spec.help)),
-                );
-            }
+            let Some(Err(why)) = family.and_then(|f| f.check_value(key, v)) else {
+                continue;
+            };
+            let at = self.at_token(path, &v.to_string());
+            let help = match &spec.choices {
+                Some(choices) => {
+                    let mut help = format!("valid `{key}` values: {}", list(choices));
+                    if let Some(near) = v.as_str().and_then(|s| nearest(s, choices)) {
+                        help.push_str(&format!("; did you mean `{near}`?"));
+                    }
+                    help
+                }
+                None => format!("`{key}`: {} (default {})", spec.help, spec.default),
+            };
+            self.push(at, format!("parameter `{key}` {why}"), Some(help));
         }
     }
 
@@ -707,6 +794,9 @@ impl<'a> Validator<'a> {
         }
     }
 
+    /// Resolves the claims ([`crate::claims::resolve`] does every check) and locates what is
+    /// wrong with them. `claims_path` is where the list is written (`claims`, `quick.claims`);
+    /// quick claims on a full build are checked against the quick run they are for.
     fn check_claims(
         &mut self,
         config: &ExperimentConfig,
@@ -715,234 +805,39 @@ impl<'a> Validator<'a> {
         variants: &[&str],
         params: Option<&[&str]>,
     ) {
-        let mut names = BTreeSet::new();
-        for (i, claim) in claims.iter().enumerate() {
-            let mut base = claims_path.to_vec();
-            base.push(Seg::Index(i));
-            let path_of = |key: &'static str| {
-                let mut p = base.clone();
-                p.push(Seg::Key(key));
-                p
+        let for_quick = claims_path.first() == Some(&Seg::Key("quick"));
+        let quick_config;
+        let (config, variants): (&ExperimentConfig, Vec<&str>) = if for_quick && !self.quick {
+            quick_config = config::apply_quick(config.clone());
+            let v = quick_config.variants.iter().map(String::as_str).collect();
+            (&quick_config, v)
+        } else {
+            (config, variants.to_vec())
+        };
+        let points = expand(&config.params, &config.sweep, &[]);
+        let scope = crate::claims::Scope {
+            variants: &variants,
+            params,
+            equivalence: config.equivalence.as_ref(),
+            grid: Some(crate::claims::Grid {
+                points: &points,
+                // The full claims on a quick run may miss values of the smaller grid.
+                exact: !self.quick || for_quick,
+                quick: self.quick || for_quick,
+            }),
+        };
+        let Err(problems) = crate::claims::resolve(claims, &scope) else {
+            return;
+        };
+        for p in problems {
+            let mut path = claims_path.to_vec();
+            path.push(Seg::Index(p.claim));
+            path.extend(p.path.iter().map(|k| Seg::Key(k)));
+            let at = match &p.token {
+                Some(token) => self.at_token(&path, token),
+                None => self.at(&path),
             };
-            let cname = claim.name().to_string();
-            if !names.insert(cname.clone()) {
-                let at = self.at(&path_of("name"));
-                self.push(
-                    at,
-                    format!("claim name `{cname}` is used twice"),
-                    Some("give each claim its own name".to_string()),
-                );
-            }
-            let check_variant = |v: &mut Self, key: &'static str, name: &str| {
-                if !variants.contains(&name) {
-                    let at = v.at_token(&path_of(key), name);
-                    v.push(
-                        at,
-                        format!("claim `{cname}`: variant `{name}` is not among the variants run"),
-                        Some(format!("use one of: {}", list(variants))),
-                    );
-                }
-            };
-            let check_column = |v: &mut Self, column: &str| {
-                if !is_result_column(column) {
-                    let at = v.at(&path_of("column"));
-                    v.push(
-                        at,
-                        format!("claim `{cname}`: unknown column `{column}`"),
-                        Some(Self::column_help(None)),
-                    );
-                }
-            };
-            let (at_map, bounds): (Option<&BTreeMap<String, Value>>, Option<BoundPair>) =
-                match claim {
-                    ClaimConfig::Equivalence { max_rel_error, .. } => {
-                        if config.equivalence.is_none() {
-                            let at = self.at(&base);
-                            self.push(
-                                at,
-                                format!("claim `{cname}` checks equivalence, but the experiment has no `equivalence:` section"),
-                                Some("add `equivalence: {reference: VARIANT, rel_tol: TOL}`".to_string()),
-                            );
-                        }
-                        if max_rel_error.is_nan() || *max_rel_error < 0.0 {
-                            let at = self.at(&path_of("max_rel_error"));
-                            self.push(
-                                at,
-                                format!("claim `{cname}`: max_rel_error is {max_rel_error}"),
-                                Some("use a tolerance >= 0".to_string()),
-                            );
-                        }
-                        (None, None)
-                    }
-                    ClaimConfig::Ratio {
-                        column,
-                        numerator: first,
-                        denominator: second,
-                        at_least,
-                        at_most,
-                        at,
-                        ..
-                    }
-                    | ClaimConfig::Difference {
-                        column,
-                        minuend: first,
-                        subtrahend: second,
-                        at_least,
-                        at_most,
-                        at,
-                        ..
-                    } => {
-                        let (first_key, second_key) = match claim {
-                            ClaimConfig::Ratio { .. } => ("numerator", "denominator"),
-                            _ => ("minuend", "subtrahend"),
-                        };
-                        check_variant(self, first_key, first);
-                        check_variant(self, second_key, second);
-                        if !(is_result_column(column) || Self::known_param(column, params)) {
-                            let at = self.at(&path_of("column"));
-                            self.push(
-                                at,
-                                format!("claim `{cname}`: unknown column `{column}`"),
-                                Some(Self::column_help(params)),
-                            );
-                        }
-                        (Some(at), Some((*at_least, *at_most)))
-                    }
-                    ClaimConfig::Slope {
-                        x,
-                        column,
-                        variants: listed,
-                        min,
-                        max,
-                        at,
-                        ..
-                    } => {
-                        if listed.is_empty() {
-                            let at = self.at(&path_of("variants"));
-                            self.push(
-                                at,
-                                format!("claim `{cname}`: no variants listed"),
-                                Some(format!("list some of: {}", list(variants))),
-                            );
-                        }
-                        for name in listed {
-                            check_variant(self, "variants", name);
-                        }
-                        if !(x.starts_with("metric_") || Self::known_param(x, params)) {
-                            let at = self.at(&path_of("x"));
-                            self.push(
-                                at,
-                                format!("claim `{cname}`: unknown x `{x}`"),
-                                Some(format!(
-                                    "use a parameter{} or a `metric_<name>` column",
-                                    params
-                                        .map(|p| format!(" ({})", list(p)))
-                                        .unwrap_or_default()
-                                )),
-                            );
-                        }
-                        check_column(self, column);
-                        if min.is_nan() || max.is_nan() || min > max {
-                            let at = self.at(&path_of("min"));
-                            self.push(
-                                at,
-                                format!("claim `{cname}`: min {min} is above max {max}"),
-                                Some("swap them".to_string()),
-                            );
-                        }
-                        (Some(at), None)
-                    }
-                    ClaimConfig::Scaling {
-                        variant,
-                        column,
-                        param,
-                        from,
-                        to,
-                        at,
-                        ..
-                    } => {
-                        check_variant(self, "variant", variant);
-                        if !Self::known_param(param, params) {
-                            let at = self.at(&path_of("param"));
-                            self.push(
-                                at,
-                                format!("claim `{cname}`: unknown parameter `{param}`"),
-                                Some(format!(
-                                    "use a parameter{}",
-                                    params
-                                        .map(|p| format!(" ({})", list(p)))
-                                        .unwrap_or_default()
-                                )),
-                            );
-                        }
-                        check_column(self, column);
-                        for (key, end) in [("from", from), ("to", to)] {
-                            let extreme = matches!(end.as_str(), Some("max") | Some("min"));
-                            if !extreme && end.as_f64().is_none() {
-                                let at = self.at(&path_of(key));
-                                self.push(
-                                at,
-                                format!("claim `{cname}`: `{key}: {end}` is neither a number nor `max`/`min`"),
-                                Some(format!("give a value of `{param}`, or `max` / `min`")),
-                            );
-                            }
-                        }
-                        (Some(at), None)
-                    }
-                    ClaimConfig::Share {
-                        variant,
-                        at_least,
-                        at_most,
-                        at,
-                        ..
-                    } => {
-                        check_variant(self, "variant", variant);
-                        (Some(at), Some((*at_least, *at_most)))
-                    }
-                };
-            if let Some((None, None)) = bounds {
-                let at = self.at(&base);
-                self.push(
-                    at,
-                    format!("claim `{cname}` sets no bound"),
-                    Some("add `at_least:` and/or `at_most:`".to_string()),
-                );
-            }
-            for (key, value) in at_map.into_iter().flatten() {
-                let mut path = path_of("at");
-                path.push(Seg::Key(key));
-                if !Self::known_param(key, params) {
-                    let at = self.at(&path);
-                    self.push(
-                        at,
-                        format!("claim `{cname}`: `at` names unknown parameter `{key}`"),
-                        Some(format!(
-                            "use a parameter{}",
-                            params
-                                .map(|p| format!(" ({})", list(p)))
-                                .unwrap_or_default()
-                        )),
-                    );
-                } else if !self.quick && !matches!(value.as_str(), Some("max") | Some("min")) {
-                    // Quick runs shrink the grid, so a fixed value may legitimately be absent
-                    // there (the claim then fails at evaluation, saying so).
-                    let eq = |v: &Value| crate::claims::values_equal(v, value);
-                    let in_grid = config.params.get(key).is_some_and(eq)
-                        || config.sweep.get(key).is_some_and(|vs| vs.iter().any(eq))
-                        || (key == "threads"
-                            && !config.params.contains_key(key)
-                            && !config.sweep.contains_key(key)
-                            && eq(&Value::Int(1)));
-                    if !in_grid {
-                        let at = self.at(&path);
-                        self.push(
-                            at,
-                            format!("claim `{cname}`: `at: {{{key}: {value}}}` matches no point of the grid"),
-                            Some(format!("use a value `{key}` takes in `params`/`sweep`, or `max` / `min`")),
-                        );
-                    }
-                }
-            }
+            self.push(at, p.message, p.help);
         }
     }
 

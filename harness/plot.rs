@@ -67,6 +67,26 @@ pub fn plot_all(
     }
 }
 
+/// Draws the figures of a run into `run_dir/figures` from its stored configuration and rows
+/// (what `parbench run` does at the end and `parbench plot` redoes). A figure that cannot be
+/// drawn is reported on stderr and skipped, so one bad figure does not lose the others.
+pub fn draw_run_figures(
+    figs: &[FigureConfig],
+    rows: &[ResultRow],
+    run_dir: &Path,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = crate::results::figures_dir(run_dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut out = Vec::new();
+    for fig in figs {
+        match plot_figure(fig, rows, &dir) {
+            Ok(paths) => out.extend(paths),
+            Err(e) => eprintln!("warning: figure {} not drawn: {e:#}", fig.name),
+        }
+    }
+    Ok(out)
+}
+
 /// Draws one figure as `<name>.png` and `<name>.svg` in `out_dir`; returns both paths.
 pub fn plot_figure(
     fig: &FigureConfig,
@@ -79,19 +99,27 @@ pub fn plot_figure(
     let png = out_dir.join(format!("{}.png", fig.name));
     let svg = out_dir.join(format!("{}.svg", fig.name));
 
-    // The bitmap encoder picks the format from the extension, so the temporary file keeps it.
-    let png_tmp = out_dir.join(format!("{}.tmp.png", fig.name));
-    let drawn = (|| {
-        let root = BitMapBackend::new(&png_tmp, (WIDTH, HEIGHT)).into_drawing_area();
-        render(&root, fig, &data)?;
-        root.present()?;
-        anyhow::Ok(())
-    })();
-    if let Err(err) = drawn.and_then(|()| Ok(std::fs::rename(&png_tmp, &png)?)) {
-        let _ = std::fs::remove_file(&png_tmp);
-        return Err(err)
-            .with_context(|| format!("figure `{}`: cannot draw {}", fig.name, png.display()));
-    }
+    // Rendered into memory and encoded here, so the PNG reaches the directory through the same
+    // atomic write as every other file of a run.
+    let mut pixels = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
+    let png_bytes = (|| {
+        {
+            let root = BitMapBackend::with_buffer(&mut pixels, (WIDTH, HEIGHT)).into_drawing_area();
+            render(&root, fig, &data)?;
+            root.present()?;
+        }
+        let mut bytes = Vec::new();
+        image::ImageEncoder::write_image(
+            image::codecs::png::PngEncoder::new(&mut bytes),
+            &pixels,
+            WIDTH,
+            HEIGHT,
+            image::ColorType::Rgb8,
+        )?;
+        anyhow::Ok(bytes)
+    })()
+    .with_context(|| format!("figure `{}`: cannot draw {}", fig.name, png.display()))?;
+    crate::results::write_atomic(&png, &png_bytes)?;
 
     let mut svg_text = String::new();
     {

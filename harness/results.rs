@@ -16,9 +16,15 @@
 //! parameter set to integers in some rows and floats in others is stored as Float64, any other
 //! mix as String. A value a row lacks is null, and reads back as an absent key.
 //!
-//! Every file is written atomically (a `.tmp` sibling, fsync, rename), so a sweep interrupted
-//! while saving leaves the previous complete file, never a torn one. The runner rewrites the
-//! whole table after every point: with hundreds of rows that costs milliseconds.
+//! Every file of a run directory is written through [`write_atomic_with`] (a temporary sibling,
+//! fsync, rename, fsync of the directory), so a sweep killed at any moment leaves each file either
+//! absent or complete, never torn. The runner rewrites the whole table after every point: with
+//! hundreds of rows that costs milliseconds.
+//!
+//! Analysis reads only what is stored: [`load_run`] gives the experiment as run (its stored copy,
+//! parsed without looking up the family or the data dir), the quick flag from `meta.json`, and
+//! the rows, so a run stays plottable and checkable after its dataset is gone or a variant has
+//! been renamed.
 
 use crate::machine::MachineInfo;
 use crate::model::{Params, ResultRow, Value};
@@ -108,21 +114,57 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
 
-/// Writes `path` so that readers see either the old file or the new one: `write` fills a
-/// `<name>.tmp` sibling, which is fsynced and renamed over `path`, then the directory is fsynced
-/// (best effort: not every platform can open a directory) so the rename itself survives a crash.
-/// On any failure the temporary file is removed and the old `path` is left as it was.
+/// Marks the temporary files of [`write_atomic_with`]: `.<name>.tmp-<pid>-<n>`.
+const TEMP_MARK: &str = ".tmp-";
+
+/// Whether `file_name` is a temporary file of [`write_atomic_with`] (a writer killed between
+/// creating and renaming it leaves one behind; it never replaces a real file).
+pub fn is_temp_file(file_name: &str) -> bool {
+    file_name.starts_with('.') && file_name.contains(TEMP_MARK)
+}
+
+/// Removes the temporary files a killed writer left in `dir` (not recursive); the files they
+/// were meant to replace are intact. Returns how many were removed.
+pub fn remove_stale_temp_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(is_temp_file))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
+/// The one way parbench writes a file others may read while it is being replaced (everything
+/// in a run directory, figures, baselines, output tables): readers see either the old file or
+/// the complete new one, also after a crash or a SIGKILL at any instant.
+///
+/// `write` fills a hidden temporary sibling (`.<name>.tmp-<pid>-<n>`, unique per process and
+/// call, so concurrent writers never share one) in the same directory, hence on the same file
+/// system; it is flushed and fsynced, renamed over `path` (atomic on POSIX), and the directory
+/// is fsynced so the rename itself survives a power loss. On any failure the temporary file is
+/// removed and the old `path` is left as it was. A process killed mid-write leaves only the
+/// temporary file, which [`remove_stale_temp_files`] clears.
 pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<File>) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let file_name = path
         .file_name()
         .with_context(|| format!("{} does not name a file", path.display()))?;
-    let mut tmp_name = file_name.to_os_string();
-    tmp_name.push(".tmp");
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(file_name);
+    tmp_name.push(format!(
+        "{TEMP_MARK}{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
     let tmp_path = path.with_file_name(tmp_name);
     let write_tmp = || -> std::io::Result<()> {
+        // Unique among live processes; one left by a dead process of the same id is stale.
         let mut w = std::io::BufWriter::new(File::create(&tmp_path)?);
         write(&mut w)?;
         w.into_inner().map_err(|e| e.into_error())?.sync_all()
@@ -137,17 +179,32 @@ pub fn write_atomic_with(
             format!("cannot move {} over {}", tmp_path.display(), path.display())
         });
     }
-    if let Some(dir) = path.parent() {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
+    sync_dir(path.parent())
+        .with_context(|| format!("cannot fsync the directory of {}", path.display()))
+}
+
+/// Fsyncs a directory, making a rename in it durable. Platforms that cannot open a directory
+/// (Windows) are skipped, and so are file systems that do not sync directories (EINVAL,
+/// ENOTSUP); any other failure is an error.
+fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
+    let dir = match dir {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !cfg!(unix) {
+        return Ok(());
     }
-    Ok(())
+    match File::open(dir)?.sync_all() {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::Unsupported
+            ) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 /// Writes `meta.json` into `run_dir`.
@@ -189,6 +246,62 @@ pub fn read_rows(run_dir: &Path) -> anyhow::Result<Vec<ResultRow>> {
         .finish()
         .with_context(|| format!("cannot read {} as Parquet", path.display()))?;
     frame_to_rows(&frame).with_context(|| format!("unexpected table in {}", path.display()))
+}
+
+/// A stored run, as analysis sees it: everything comes from the run directory.
+#[derive(Clone, Debug)]
+pub struct StoredRun {
+    pub dir: PathBuf,
+    /// The stored experiment file, parsed, with its `quick` overrides applied when the run was
+    /// quick. Not validated against the family (which may have changed since, or be gone).
+    pub config: crate::config::ExperimentConfig,
+    /// Whether the run used `--quick` (from `meta.json`).
+    pub quick: bool,
+    pub rows: Vec<ResultRow>,
+}
+
+/// The part of `meta.json` analysis needs; unknown or missing fields (a run made by another
+/// parbench version) are tolerated.
+#[derive(Deserialize)]
+struct StoredFlags {
+    #[serde(default)]
+    quick: bool,
+}
+
+/// Loads a run for plotting and checking from `dir` alone: `experiment.yaml` (parsed with
+/// [`crate::config::parse_str`], quick overrides per `meta.json`), `meta.json` and
+/// `results.parquet`. It resolves no family and no data dir, so it works after the dataset is
+/// deleted and on runs whose experiment names variants or parameters parbench no longer has.
+pub fn load_run(dir: &Path) -> anyhow::Result<StoredRun> {
+    let meta_path = dir.join(META_JSON);
+    let meta_text = std::fs::read_to_string(&meta_path)
+        .with_context(|| format!("cannot read {}", meta_path.display()))?;
+    let flags: StoredFlags = serde_json::from_str(&meta_text)
+        .with_context(|| format!("{} is not valid run metadata", meta_path.display()))?;
+    let yaml_path = dir.join(EXPERIMENT_YAML);
+    let yaml = std::fs::read_to_string(&yaml_path)
+        .with_context(|| format!("cannot read {}", yaml_path.display()))?;
+    let config = crate::config::parse_str(&yaml, &yaml_path)
+        .with_context(|| format!("re-reading the experiment stored in {}", dir.display()))?;
+    let config = if flags.quick {
+        crate::config::apply_quick(config)
+    } else {
+        config
+    };
+    if !dir.join(RESULTS_PARQUET).exists() {
+        bail!(
+            "{} holds no results yet (the run stopped before its first point finished); continue it with `parbench run EXPERIMENT --resume {}`",
+            dir.display(),
+            dir.display()
+        );
+    }
+    let rows = read_rows(dir)?;
+    Ok(StoredRun {
+        dir: dir.to_path_buf(),
+        config,
+        quick: flags.quick,
+        rows,
+    })
 }
 
 /// The storage type of one parameter column, from the values the rows give it.

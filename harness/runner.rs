@@ -77,14 +77,6 @@ fn run_order(plan: &Plan) -> Vec<String> {
     order
 }
 
-fn threads_of(point: &Params) -> usize {
-    point
-        .get("threads")
-        .and_then(|v| v.as_usize())
-        .unwrap_or(1)
-        .max(1)
-}
-
 fn describe(point: &Params) -> String {
     point
         .iter()
@@ -112,6 +104,9 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
             run_dir.display()
         );
     }
+    // A run killed while saving leaves hidden temporary files (the real files are intact).
+    results::remove_stale_temp_files(run_dir);
+    results::remove_stale_temp_files(&results::figures_dir(run_dir));
     let started = results::now_rfc3339();
     let machine = crate::machine::collect(plan.quick);
     let mut meta = results::RunMeta::new(plan, machine, started);
@@ -152,18 +147,19 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
         ));
         // An MPI point's processes prepare their own input.
         let mpi = crate::plan::is_mpi_point(point);
+        let typed = &plan.typed[index];
         let input = if mpi {
             None
         } else {
             Some(
                 plan.family
-                    .prepare(point, plan.dataset.as_deref(), cfg.data.seed)
+                    .prepare(typed, plan.dataset.as_deref(), cfg.data.seed)
                     .with_context(|| {
                         format!("preparing the input of point {} ({label})", index + 1)
                     })?,
             )
         };
-        let threads = threads_of(point);
+        let threads = crate::plan::threads_of(point);
         let mut reference: Option<Vec<f64>> = None;
         for variant in &order {
             bar.set_message(format!(
@@ -183,7 +179,7 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
                 match &input {
                     Some(input) => plan
                         .family
-                        .run(variant, input, point, threads)
+                        .run(variant, input, typed, threads)
                         .with_context(context),
                     None => launched.next().context("internal: too few launched runs"),
                 }
@@ -244,8 +240,8 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
     }
     bar.finish_and_clear();
 
-    let figures = draw_figures(plan, &rows, run_dir)?;
-    let claims = claims::evaluate(&cfg.claims, &rows);
+    let figures = crate::plot::draw_run_figures(&cfg.figures, &rows, run_dir)?;
+    let claims = claims::evaluate(cfg, &rows);
     meta.finished = Some(results::now_rfc3339());
     results::write_meta(run_dir, &meta)?;
     let summary = RunSummary {
@@ -260,21 +256,6 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
         summary_table(&plan.config.name, &summary.rows, &summary.claims).as_bytes(),
     )?;
     Ok(summary)
-}
-
-/// Draws every figure of the experiment into `run_dir/figures`; a figure that cannot be drawn is
-/// reported and skipped so one bad figure does not lose the others.
-pub fn draw_figures(plan: &Plan, rows: &[ResultRow], run_dir: &Path) -> Result<Vec<PathBuf>> {
-    let dir = run_dir.join(results::FIGURES_DIR);
-    std::fs::create_dir_all(&dir)?;
-    let mut out = Vec::new();
-    for fig in &plan.config.figures {
-        match crate::plot::plot_figure(fig, rows, &dir) {
-            Ok(paths) => out.extend(paths),
-            Err(e) => eprintln!("warning: figure {} not drawn: {e:#}", fig.name),
-        }
-    }
-    Ok(out)
 }
 
 fn make_bar(mode: ProgressMode, total: u64, name: &str) -> ProgressBar {

@@ -17,6 +17,8 @@
 //! `--corpus wiki17m.txt.gz` finds the shared corpus.
 
 use crate::backend::Backend;
+use crate::families::params::Named;
+use crate::families::word2vec::InnerVariant;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value as Json};
@@ -89,16 +91,21 @@ pub struct TrainArgs {
     #[arg(long, value_name = "P")]
     pub ranks: Option<u64>,
     /// distributed: the variant every rank trains its shard with.
-    #[arg(long, value_name = "V", default_value = "gemm", value_parser = clap::builder::PossibleValuesParser::new(word2vec::variant_names()))]
+    #[arg(
+        long,
+        value_name = "V",
+        default_value = InnerVariant::DEFAULT.name(),
+        value_parser = clap::builder::PossibleValuesParser::new(word2vec::variant_names())
+    )]
     pub inner: String,
     /// distributed: corpus words each rank trains between two model exchanges.
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    #[arg(long, value_name = "N", default_value_t = SyncOptions::default().sync_words)]
     pub sync_words: u64,
     /// distributed: rows of the N most frequent words are exchanged at every exchange.
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    #[arg(long, value_name = "N", default_value_t = SyncOptions::default().hot_words)]
     pub hot_words: usize,
     /// distributed: the other rows are exchanged every N exchanges (and at the end).
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = SyncOptions::default().rare_every)]
     pub rare_every: usize,
     /// distributed: keep alpha as given instead of multiplying it by the number of ranks.
     #[arg(long)]
@@ -108,16 +115,16 @@ pub struct TrainArgs {
     #[arg(long, default_value = "local", value_parser = ["local", "mpi"])]
     pub backend: String,
     /// Embedding dimension.
-    #[arg(long, value_name = "D", default_value_t = 100)]
+    #[arg(long, value_name = "D", default_value_t = TrainParams::default().dim)]
     pub dim: usize,
     /// Maximum window (hogwild and gemm draw a window in [1, W] per word; full uses ceil(W/2)).
-    #[arg(long, value_name = "W", default_value_t = 5)]
+    #[arg(long, value_name = "W", default_value_t = TrainParams::default().window)]
     pub window: usize,
     /// Negative samples per positive pair (per center word for gemm and full).
-    #[arg(long, value_name = "K", default_value_t = 5)]
+    #[arg(long, value_name = "K", default_value_t = TrainParams::default().negative)]
     pub negative: usize,
     /// Drop words seen fewer times than this from the vocabulary.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = CorpusOptions::default().min_count)]
     pub min_count: u64,
     /// Keep only the N most frequent words (pWord2Vec Table II).
     #[arg(long, value_name = "N")]
@@ -126,24 +133,24 @@ pub struct TrainArgs {
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
     /// Subsampling threshold of frequent words (0 keeps every word).
-    #[arg(long, value_name = "S", default_value_t = 1e-4)]
+    #[arg(long, value_name = "S", default_value_t = TrainParams::default().sample)]
     pub sample: f64,
     /// Starting learning rate, decayed linearly to alpha * 1e-4 over all epochs.
     #[arg(
         long,
         value_name = "A",
-        default_value_t = 0.025,
+        default_value_t = TrainParams::default().alpha,
         allow_negative_numbers = true
     )]
     pub alpha: f64,
     /// Passes over the corpus.
-    #[arg(long, value_name = "E", default_value_t = 5)]
+    #[arg(long, value_name = "E", default_value_t = TrainParams::default().epochs)]
     pub epochs: usize,
     /// Worker threads (default: every core).
     #[arg(long, value_name = "T")]
     pub threads: Option<usize>,
     /// Seed of the initial vectors and of every thread's random stream.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = TrainParams::default().seed)]
     pub seed: u64,
     /// Where to write the embeddings (word2vec text format, binary with --binary).
     #[arg(long, value_name = "FILE")]

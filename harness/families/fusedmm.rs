@@ -25,9 +25,9 @@
 //! Cost of a run: one distributed kernel (`O(nnz r / p)` flops per rank plus the communication
 //! the model states); `replication: 0` runs it once per valid `c`.
 
-use super::params::{get_str, get_usize};
+use super::params::{positive, Choice, Named, PointIssue};
 use crate::backend::Backend;
-use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
+use crate::model::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use fusedmm::comm::{CommStats, Phase};
 use fusedmm::cost_model::{self, Cost, Shape};
@@ -78,13 +78,207 @@ pub fn parse_variant(variant: &str) -> Option<(Box<dyn DistAlgorithm>, Strategy)
         .then_some((alg, strategy))
 }
 
-/// The kernel a point names (`kernel`, default `fusedmma`).
-pub fn kernel_of(point: &Params) -> Result<Kernel> {
-    let name = get_str(point, "kernel", "fusedmma")?;
-    Kernel::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
-        anyhow!("unknown kernel {name:?}; use one of {}", names.join(", "))
-    })
+impl Named for Kernel {
+    const WHAT: &'static str = "kernel";
+    fn all() -> Vec<Self> {
+        Kernel::ALL.to_vec()
+    }
+    fn name(self) -> &'static str {
+        Kernel::name(self)
+    }
+    fn from_name(name: &str) -> Option<Self> {
+        Kernel::from_name(name)
+    }
+}
+
+impl Named for Strategy {
+    const WHAT: &'static str = "strategy";
+    fn all() -> Vec<Self> {
+        Strategy::ALL.to_vec()
+    }
+    fn name(self) -> &'static str {
+        Strategy::name(self)
+    }
+    fn from_name(name: &str) -> Option<Self> {
+        Strategy::from_name(name)
+    }
+}
+
+crate::named_enum! {
+    /// How a synthetic `S` is generated.
+    pub enum Generator as "generator" {
+        /// Erdős-Rényi, `nnz_per_row` nonzeros in every row.
+        Er = "er",
+        /// R-MAT, `2^rmat_scale` square, edge factor `nnz_per_row`.
+        Rmat = "rmat",
+        /// [`circulant`]: nonzeros split evenly over every block.
+        Circulant = "circulant",
+    }
+}
+
+crate::named_enum! {
+    /// How the one-rank shape of a synthetic `S` grows with `ranks` (the paper's weak scaling).
+    pub enum WeakScaling as "weak_scaling" {
+        /// The shape as given.
+        None = "none",
+        /// The side times `p`, nonzeros per row fixed.
+        Setup1 = "setup1",
+        /// The side and the nonzeros per row times `sqrt(p)` (`p` a power of 4).
+        Setup2 = "setup2",
+    }
+}
+
+crate::point_params! {
+    /// A FusedMM point: the kernel, the grid the distributed variants run on, and the sparse
+    /// input's shape and generator.
+    pub struct FusedmmPoint {
+        /// sddmm, spmma, spmmb, fusedmma or fusedmmb
+        kernel: Choice<Kernel> = Choice(Kernel::FusedMmA),
+        /// p, in-process ranks (one thread each)
+        ranks: usize = 4,
+        /// c, replication factor (1d always uses 1); 0 = try every valid c and keep the one
+        /// with the fewest words (best c)
+        replication: usize = 1,
+        /// width of the dense matrices A and B
+        r: usize = 32,
+        /// m, rows of S (synthetic)
+        rows: usize = 1024,
+        /// n, columns of S (synthetic; default: rows)
+        cols: Option<usize> = None,
+        /// nonzeros per row (er, circulant) or R-MAT edge factor
+        nnz_per_row: usize = 8,
+        /// er, rmat (2^rmat_scale square) or circulant (nonzeros split evenly over blocks)
+        generator: Choice<Generator> = Choice(Generator::Er),
+        /// log2 of the R-MAT side
+        rmat_scale: usize = 10,
+        /// none, setup1 (side x p) or setup2 (side and nonzeros per row x sqrt(p)): rows,
+        /// cols, nnz_per_row are then the one-rank shape
+        weak_scaling: Choice<WeakScaling> = Choice(WeakScaling::None),
+        /// randomly permute rows and columns of S
+        permute: bool = true,
+    }
+}
+
+impl FusedmmPoint {
+    /// `n`, the columns of a synthetic `S` before weak scaling (`rows` unless set).
+    pub fn cols(&self) -> usize {
+        self.cols.unwrap_or(self.rows)
+    }
+
+    /// `(rows, cols, nnz_per_row)` of a synthetic point. `weak_scaling` scales the single-rank
+    /// shape `rows x cols` with `nnz_per_row` to `ranks` ranks as the paper's weak-scaling
+    /// setups do, keeping the flops per rank constant: `setup1` multiplies the side by `p`
+    /// (nonzeros per row fixed), `setup2` multiplies the side and the nonzeros per row by
+    /// `sqrt(p)` (`p` a power of 4).
+    pub fn synthetic_shape(&self) -> std::result::Result<(usize, usize, usize), String> {
+        let (rows, cols, per_row) = (self.rows, self.cols(), self.nnz_per_row);
+        let p = self.ranks;
+        match *self.weak_scaling {
+            WeakScaling::None => Ok((rows, cols, per_row)),
+            WeakScaling::Setup1 => Ok((rows * p, cols * p, per_row)),
+            WeakScaling::Setup2 => {
+                let root = (p as f64).sqrt().round() as usize;
+                if root * root != p || !root.is_power_of_two() {
+                    return Err(format!(
+                        "weak_scaling setup2 needs ranks to be a power of 4, got {p}"
+                    ));
+                }
+                Ok((rows * root, cols * root, per_row * root))
+            }
+        }
+    }
+}
+
+/// The replication factor `alg` runs with: `replication`, except for the 1D baseline, which
+/// has none and so runs beside the others at every c (0: try every valid c).
+pub fn replication_for(alg: &dyn DistAlgorithm, replication: usize) -> usize {
+    if alg.name() == "1d" {
+        1
+    } else {
+        replication
+    }
+}
+
+/// The local variants among `variants` run no grid; for each algorithm of a distributed one,
+/// whether `p` ranks at replication `c` (1 for `1d`; 0 = every valid c is tried, so one must
+/// exist) form its grid, as the algorithm itself checks it ([`DistAlgorithm::check_grid`]).
+/// One issue per algorithm that cannot run, naming its variants; `best_c`: whether the family
+/// takes `replication: 0` (the help then offers it).
+pub fn grid_issues(
+    variants: &[String],
+    p: usize,
+    replication: usize,
+    best_c: bool,
+) -> Vec<PointIssue> {
+    // Algorithms in the order the variants name them, each with its variants.
+    let mut algs: Vec<(Box<dyn DistAlgorithm>, Vec<&str>)> = Vec::new();
+    for v in variants {
+        let Some((alg, _)) = parse_variant(v) else {
+            continue;
+        };
+        match algs.iter_mut().find(|(a, _)| a.name() == alg.name()) {
+            Some((_, vs)) => vs.push(v),
+            None => algs.push((alg, vec![v])),
+        }
+    }
+    let mut issues = Vec::new();
+    for (alg, names) in algs {
+        let c = replication_for(&*alg, replication);
+        let which = format!(
+            "variant{} {}",
+            if names.len() > 1 { "s" } else { "" },
+            names.join(", ")
+        );
+        if c == 0 {
+            // Best c: every valid c is tried, so one must exist.
+            let any = fusedmm::distributed::divisors(p)
+                .into_iter()
+                .any(|c| alg.check_grid(p, c).is_ok());
+            if !any {
+                issues.push(PointIssue::new(
+                    &["ranks", "replication"],
+                    format!(
+                        "{which}: {} has no valid replication factor for p = {p} ranks",
+                        alg.name()
+                    ),
+                    format!(
+                        "choose ranks for which {} has a grid, or drop {which}",
+                        alg.name()
+                    ),
+                ));
+            }
+        } else if let Err(e) = alg.check_grid(p, c) {
+            let help = match &e {
+                fusedmm::FusedMmError::Grid { valid, .. } if !valid.is_empty() => format!(
+                    "set replication to one of {}{} for ranks {p}, change ranks, or drop {which}",
+                    valid
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if best_c { " (or 0 to try each)" } else { "" }
+                ),
+                _ => format!("change ranks or replication, or drop {which}"),
+            };
+            issues.push(PointIssue::new(
+                &["replication", "ranks"],
+                format!("{which}: {e}"),
+                help,
+            ));
+        }
+    }
+    issues
+}
+
+/// The period of the circulant pattern with `per_row` nonzeros in each of `cols` columns
+/// (`cols / per_row`), or why there is none.
+pub fn circulant_period(cols: usize, per_row: usize) -> std::result::Result<usize, String> {
+    if per_row == 0 || !cols.is_multiple_of(per_row) {
+        return Err(format!(
+            "the circulant generator needs nnz_per_row to divide cols ({per_row} does not divide {cols})"
+        ));
+    }
+    Ok(cols / per_row)
 }
 
 /// A circulant pattern: entry `(i, j)` present iff `(i + j) % period == 0` with
@@ -92,12 +286,7 @@ pub fn kernel_of(point: &Params) -> Result<Kernel> {
 /// are a contiguous range of a multiple of `period` columns holds exactly `per_row / period`
 /// nonzeros a row per period, so nonzero-moving algorithms send the model's average exactly.
 pub fn circulant(rows: usize, cols: usize, per_row: usize, seed: u64) -> Result<Csr> {
-    if per_row == 0 || !cols.is_multiple_of(per_row) {
-        bail!(
-            "the circulant generator needs nnz_per_row to divide cols ({per_row} does not divide {cols})"
-        );
-    }
-    let period = cols / per_row;
+    let period = circulant_period(cols, per_row).map_err(|e| anyhow!(e))?;
     let mut rng = parbench_common::Rng::new(seed);
     let mut triplets = Vec::with_capacity(rows * per_row);
     for i in 0..rows {
@@ -109,32 +298,9 @@ pub fn circulant(rows: usize, cols: usize, per_row: usize, seed: u64) -> Result<
     Ok(Csr::from_triplets(rows, cols, &triplets)?)
 }
 
-/// `(rows, cols, nnz_per_row)` of a synthetic point. `weak_scaling` scales the single-rank
-/// shape `rows x cols` with `nnz_per_row` to `ranks` ranks as the paper's weak-scaling setups do,
-/// keeping the flops per rank constant: `setup1` multiplies the side by `p` (nonzeros per row
-/// fixed), `setup2` multiplies the side and the nonzeros per row by `sqrt(p)` (`p` a power of 4).
-pub fn synthetic_shape(point: &Params) -> Result<(usize, usize, usize)> {
-    let rows = get_usize(point, "rows", 1024)?;
-    let cols = get_usize(point, "cols", rows)?;
-    let per_row = get_usize(point, "nnz_per_row", 8)?;
-    let p = get_usize(point, "ranks", 4)?;
-    match get_str(point, "weak_scaling", "none")? {
-        "none" => Ok((rows, cols, per_row)),
-        "setup1" => Ok((rows * p, cols * p, per_row)),
-        "setup2" => {
-            let root = (p as f64).sqrt().round() as usize;
-            if root * root != p || !root.is_power_of_two() {
-                bail!("weak_scaling setup2 needs ranks to be a power of 4, got {p}");
-            }
-            Ok((rows * root, cols * root, per_row * root))
-        }
-        other => bail!("unknown weak_scaling {other:?}; use none, setup1 or setup2"),
-    }
-}
-
 /// The sparse matrix of a point: generated (`generator`) or read from `dataset`, then permuted
 /// unless `permute: false`.
-pub fn sparse_input(point: &Params, dataset: Option<&Path>, seed: u64) -> Result<Csr> {
+pub fn sparse_input(point: &FusedmmPoint, dataset: Option<&Path>, seed: u64) -> Result<Csr> {
     let s = match dataset {
         Some(path) => fusedmm::mtx::read_path(path)
             .with_context(|| format!("reading {}", path.display()))
@@ -146,25 +312,19 @@ pub fn sparse_input(point: &Params, dataset: Option<&Path>, seed: u64) -> Result
                 )),
             })?,
         None => {
-            let (rows, cols, per_row) = synthetic_shape(point)?;
-            match get_str(point, "generator", "er")? {
-                "er" => erdos_renyi(rows, cols, per_row, seed, Par::Seq)?,
-                "rmat" => {
-                    let scale = get_usize(point, "rmat_scale", 10)?;
-                    let scale = u32::try_from(scale).context("rmat_scale is too large")?;
+            let (rows, cols, per_row) = point.synthetic_shape().map_err(|e| anyhow!(e))?;
+            match *point.generator {
+                Generator::Er => erdos_renyi(rows, cols, per_row, seed, Par::Seq)?,
+                Generator::Rmat => {
+                    let scale =
+                        u32::try_from(point.rmat_scale).context("rmat_scale is too large")?;
                     rmat(&RmatSpec::new(scale, per_row, seed))?
                 }
-                "circulant" => circulant(rows, cols, per_row, seed)?,
-                other => bail!("unknown generator {other:?}; use er, rmat or circulant"),
+                Generator::Circulant => circulant(rows, cols, per_row, seed)?,
             }
         }
     };
-    let permute_it = match point.get("permute") {
-        None => true,
-        Some(crate::model::Value::Bool(b)) => *b,
-        Some(v) => bail!("parameter permute must be true or false, got {v}"),
-    };
-    if !permute_it {
+    if !point.permute {
         return Ok(s);
     }
     let rows = random_permutation(s.nrows(), seed ^ 0x5eed_0001);
@@ -173,9 +333,9 @@ pub fn sparse_input(point: &Params, dataset: Option<&Path>, seed: u64) -> Result
 }
 
 /// The problem of a point: `S`, then `A` (`m x r`) and `B` (`n x r`) from streams of the seed.
-pub fn problem_of(point: &Params, dataset: Option<&Path>, seed: u64) -> Result<Problem> {
+pub fn problem_of(point: &FusedmmPoint, dataset: Option<&Path>, seed: u64) -> Result<Problem> {
     let s = sparse_input(point, dataset, seed)?;
-    let r = get_usize(point, "r", 32)?;
+    let r = point.r;
     if r == 0 {
         bail!("parameter r must be at least 1");
     }
@@ -462,29 +622,12 @@ pub fn phi(problem: &Problem) -> f64 {
     problem.nnz() as f64 / (problem.n() as f64 * problem.r() as f64)
 }
 
-impl Family for FusedmmFamily {
-    fn name(&self) -> &'static str {
-        "fusedmm"
-    }
+impl TypedFamily for FusedmmFamily {
+    type Point = FusedmmPoint;
+    const NAME: &'static str = "fusedmm";
 
     fn variants(&self) -> Vec<&'static str> {
         VARIANTS.to_vec()
-    }
-
-    fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec { name: "kernel", kind: "string", help: "sddmm, spmma, spmmb, fusedmma (default) or fusedmmb" },
-            ParamSpec { name: "ranks", kind: "integer", help: "p, in-process ranks (one thread each; default 4)" },
-            ParamSpec { name: "replication", kind: "integer", help: "c, replication factor (default 1; 1d always uses 1); 0 = try every valid c and keep the one with the fewest words (best c)" },
-            ParamSpec { name: "r", kind: "integer", help: "width of the dense matrices A and B (default 32)" },
-            ParamSpec { name: "rows", kind: "integer", help: "m, rows of S (synthetic; default 1024)" },
-            ParamSpec { name: "cols", kind: "integer", help: "n, columns of S (synthetic; default rows)" },
-            ParamSpec { name: "nnz_per_row", kind: "integer", help: "nonzeros per row (er, circulant) or R-MAT edge factor (default 8)" },
-            ParamSpec { name: "generator", kind: "string", help: "er (default), rmat (2^rmat_scale square) or circulant (nonzeros split evenly over blocks)" },
-            ParamSpec { name: "rmat_scale", kind: "integer", help: "log2 of the R-MAT side (default 10)" },
-            ParamSpec { name: "weak_scaling", kind: "string", help: "none (default), setup1 (side x p) or setup2 (side and nonzeros per row x sqrt(p)): rows, cols, nnz_per_row are then the one-rank shape" },
-            ParamSpec { name: "permute", kind: "boolean", help: "randomly permute rows and columns of S (default true)" },
-        ]
     }
 
     fn datasets(&self) -> Vec<(&'static str, &'static str)> {
@@ -494,9 +637,64 @@ impl Family for FusedmmFamily {
         )]
     }
 
-    fn prepare(&self, point: &Params, dataset: Option<&Path>, seed: u64) -> Result<PreparedInput> {
-        // Validate the kernel once here so that a typo fails before any run.
-        kernel_of(point)?;
+    /// Sizes of at least 1, a weak-scaling shape and a circulant pattern that exist (the
+    /// synthetic generator's; a dataset point ignores them but is held to them too), and a grid
+    /// for every distributed variant.
+    fn check(&self, point: &FusedmmPoint, variants: &[String]) -> Vec<PointIssue> {
+        let mut issues = Vec::new();
+        for (key, value) in [
+            ("ranks", point.ranks),
+            ("r", point.r),
+            ("rows", point.rows),
+            ("nnz_per_row", point.nnz_per_row),
+        ] {
+            positive(&mut issues, key, value);
+        }
+        if let Some(cols) = point.cols {
+            positive(&mut issues, "cols", cols);
+        }
+        match point.synthetic_shape() {
+            Err(e) => issues.push(PointIssue::new(
+                &["ranks", "weak_scaling"],
+                e,
+                "with weak_scaling setup2 use ranks 1, 4, 16, 64, ...; or use setup1",
+            )),
+            Ok((_, cols, per_row)) if *point.generator == Generator::Circulant && per_row > 0 => {
+                if let Err(e) = circulant_period(cols, per_row) {
+                    let scaled = if *point.weak_scaling == WeakScaling::None {
+                        String::new()
+                    } else {
+                        format!(
+                            " (the shape after weak_scaling {}: {cols} columns, {per_row} nonzeros a row)",
+                            point.weak_scaling.name()
+                        )
+                    };
+                    let keys: &[&'static str] = if point.cols.is_some() {
+                        &["nnz_per_row", "cols"]
+                    } else {
+                        &["nnz_per_row", "rows"]
+                    };
+                    issues.push(PointIssue::new(
+                        keys,
+                        format!("{e}{scaled}"),
+                        "choose nnz_per_row dividing cols (cols defaults to rows)",
+                    ));
+                }
+            }
+            Ok(_) => {}
+        }
+        if point.ranks > 0 {
+            issues.extend(grid_issues(variants, point.ranks, point.replication, true));
+        }
+        issues
+    }
+
+    fn prepare(
+        &self,
+        point: &FusedmmPoint,
+        dataset: Option<&Path>,
+        seed: u64,
+    ) -> Result<PreparedInput> {
         Ok(Box::new(problem_of(point, dataset, seed)?))
     }
 
@@ -504,22 +702,22 @@ impl Family for FusedmmFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &FusedmmPoint,
         threads: usize,
     ) -> Result<Measurement> {
         self.measure(variant, input, point, threads, &Backend::Local)?
             .context("internal: the local backend returned no measurement")
     }
 
-    fn processes(&self, point: &Params, _threads: usize) -> Result<usize> {
-        get_usize(point, "ranks", 4)
+    fn processes(&self, point: &FusedmmPoint, _threads: usize) -> Result<usize> {
+        Ok(point.ranks)
     }
 
     fn run_on_ranks(
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &FusedmmPoint,
         threads: usize,
         backend: &Backend,
     ) -> Result<Option<Measurement>> {
@@ -562,14 +760,14 @@ impl FusedmmFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &FusedmmPoint,
         threads: usize,
         backend: &Backend,
     ) -> Result<Option<Measurement>> {
         let problem = input
             .downcast_ref::<Problem>()
             .ok_or_else(|| anyhow!("internal: the prepared input is not a FusedMM problem"))?;
-        let kernel = kernel_of(point)?;
+        let kernel = *point.kernel;
         let par = Par::threads(threads);
         let mut metrics = BTreeMap::new();
         metrics.insert("nnz".to_string(), problem.nnz() as f64);
@@ -614,13 +812,8 @@ impl FusedmmFamily {
         }
         let (alg, strategy) =
             parse_variant(variant).ok_or_else(|| anyhow!("unknown fusedmm variant {variant}"))?;
-        let p = get_usize(point, "ranks", 4)?;
-        // The 1D baseline has no replication, so it runs beside the others at every c.
-        let c = if alg.name() == "1d" {
-            1
-        } else {
-            get_usize(point, "replication", 1)?
-        };
+        let p = point.ranks;
+        let c = replication_for(&*alg, point.replication);
         let (c, run, best_observed) = if c == 0 {
             let candidates = valid_replications(&*alg, kernel, strategy, p);
             if candidates.is_empty() {
@@ -781,5 +974,241 @@ mod tests {
             assert!(cols.iter().all(|&j| (i + j as usize).is_multiple_of(4)));
         }
         assert!(circulant(12, 12, 5, 7).is_err());
+    }
+
+    use crate::families::params::PointParams;
+    use crate::model::Value;
+
+    fn check(point: &FusedmmPoint, variants: &[&str]) -> Vec<PointIssue> {
+        let variants: Vec<String> = variants.iter().map(|v| v.to_string()).collect();
+        FusedmmFamily.check(point, &variants)
+    }
+
+    #[test]
+    fn typos_in_options_are_refused_per_value_with_the_valid_names_listed() {
+        let typo = FusedmmPoint::check_value("kernel", &Value::Str("fusedma".into()))
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            typo.contains("kernel") && typo.contains("`fusedma`"),
+            "{typo}"
+        );
+        let typo = FusedmmPoint::check_value("generator", &Value::Str("erdos".into()))
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            typo.contains("generator") && typo.contains("`erdos`"),
+            "{typo}"
+        );
+        assert!(
+            FusedmmPoint::check_value("weak_scaling", &Value::Str("setup3".into()))
+                .unwrap()
+                .is_err()
+        );
+        assert_eq!(
+            FusedmmPoint::check_value("kernel", &Value::Str("spmmb".into())),
+            Some(Ok(()))
+        );
+        // The valid names are the option's choices, listed with it.
+        let specs = FusedmmPoint::specs();
+        let choices = |name: &str| {
+            specs
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap()
+                .choices
+                .clone()
+        };
+        assert_eq!(
+            choices("kernel"),
+            Some(vec!["sddmm", "spmma", "spmmb", "fusedmma", "fusedmmb"])
+        );
+        assert_eq!(choices("generator"), Some(vec!["er", "rmat", "circulant"]));
+        assert_eq!(
+            choices("weak_scaling"),
+            Some(vec!["none", "setup1", "setup2"])
+        );
+        // And the typed form says them too.
+        let params: crate::model::Params =
+            [("kernel".to_string(), Value::Str("fusedma".into()))].into();
+        let err = FusedmmPoint::from_params(&params).unwrap_err();
+        assert!(
+            err.contains("sddmm, spmma, spmmb, fusedmma, fusedmmb"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn defaults_are_the_ones_the_family_always_used() {
+        let d = FusedmmPoint::default();
+        assert_eq!(*d.kernel, Kernel::FusedMmA);
+        assert_eq!((d.ranks, d.replication, d.r, d.rows), (4, 1, 32, 1024));
+        assert_eq!((d.cols(), d.nnz_per_row, d.rmat_scale), (1024, 8, 10));
+        assert_eq!(
+            (*d.generator, *d.weak_scaling),
+            (Generator::Er, WeakScaling::None)
+        );
+        assert!(d.permute);
+        let d = FusedmmPoint {
+            cols: Some(99),
+            ..Default::default()
+        };
+        assert_eq!(d.cols(), 99);
+        assert!(check(&FusedmmPoint::default(), &VARIANTS).is_empty());
+    }
+
+    #[test]
+    fn an_infeasible_grid_is_refused_naming_replication_then_ranks() {
+        // p / c = 8 is not a perfect square: the 2.5D grid does not exist.
+        let point = FusedmmPoint {
+            ranks: 8,
+            replication: 1,
+            ..Default::default()
+        };
+        let issues = check(
+            &point,
+            &[
+                LOCAL,
+                "1.5d-dense-shift/none",
+                "2.5d-dense-replicate/none",
+                "2.5d-dense-replicate/reuse",
+            ],
+        );
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        let issue = &issues[0];
+        assert_eq!(issue.keys, ["replication", "ranks"]);
+        assert!(issue.message.contains("2.5d-dense-replicate"), "{issue}");
+        assert!(issue.message.contains("perfect square"), "{issue}");
+        assert!(
+            issue
+                .message
+                .contains("2.5d-dense-replicate/none, 2.5d-dense-replicate/reuse"),
+            "{issue}"
+        );
+        assert!(issue.help.contains("one of 2, 8"), "{}", issue.help);
+        // The same rule the algorithm applies when it runs.
+        let alg = fusedmm::algorithm("2.5d-dense-replicate").unwrap();
+        assert!(alg.check_grid(8, 1).is_err() && alg.check_grid(8, 2).is_ok());
+        // c = 2 forms every grid of 8 ranks.
+        let two = FusedmmPoint {
+            replication: 2,
+            ..point.clone()
+        };
+        assert!(check(&two, &VARIANTS).is_empty());
+        // Best c needs one valid c; 1d always runs at c = 1; local variants have no grid.
+        assert!(check(
+            &FusedmmPoint {
+                replication: 0,
+                ..point.clone()
+            },
+            &VARIANTS
+        )
+        .is_empty());
+        assert!(check(
+            &FusedmmPoint {
+                replication: 3,
+                ..point.clone()
+            },
+            &["1d", LOCAL]
+        )
+        .is_empty());
+        let issues = check(
+            &FusedmmPoint {
+                replication: 3,
+                ..point
+            },
+            &["1.5d-sparse-shift/none"],
+        );
+        assert_eq!(issues.len(), 1);
+        assert!(
+            issues[0].help.contains("one of 1, 2, 4, 8"),
+            "{}",
+            issues[0].help
+        );
+    }
+
+    #[test]
+    fn zero_sizes_and_impossible_shapes_are_refused_with_their_keys() {
+        let issues = check(
+            &FusedmmPoint {
+                r: 0,
+                nnz_per_row: 0,
+                ..Default::default()
+            },
+            &[LOCAL],
+        );
+        let keys: Vec<&[&str]> = issues.iter().map(|i| i.keys.as_slice()).collect();
+        assert_eq!(keys, [&["r"][..], &["nnz_per_row"][..]]);
+        assert!(issues[0].message.contains("at least 1"), "{}", issues[0]);
+        let issues = check(
+            &FusedmmPoint {
+                ranks: 0,
+                ..Default::default()
+            },
+            &VARIANTS,
+        );
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].keys, ["ranks"]);
+        let setup2 = FusedmmPoint {
+            ranks: 8,
+            replication: 2,
+            weak_scaling: Choice(WeakScaling::Setup2),
+            ..Default::default()
+        };
+        let issues = check(&setup2, &[LOCAL]);
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].keys, ["ranks", "weak_scaling"]);
+        assert!(issues[0].message.contains("power of 4"), "{}", issues[0]);
+        assert!(check(
+            &FusedmmPoint {
+                ranks: 16,
+                ..setup2
+            },
+            &[LOCAL]
+        )
+        .is_empty());
+        let circ = FusedmmPoint {
+            generator: Choice(Generator::Circulant),
+            rows: 12,
+            nnz_per_row: 5,
+            ..Default::default()
+        };
+        let issues = check(&circ, &[LOCAL]);
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].keys, ["nnz_per_row", "rows"]);
+        assert!(check(
+            &FusedmmPoint {
+                nnz_per_row: 3,
+                ..circ
+            },
+            &[LOCAL]
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn a_typed_point_runs_every_kernel_to_the_same_result_as_the_local_kernel() {
+        for kernel in [Kernel::Sddmm, Kernel::FusedMmB] {
+            let point = FusedmmPoint {
+                kernel: Choice(kernel),
+                rows: 24,
+                cols: Some(20),
+                nnz_per_row: 3,
+                r: 4,
+                ..Default::default()
+            };
+            let input = FusedmmFamily.prepare(&point, None, 5).unwrap();
+            let local = FusedmmFamily.run(LOCAL, &input, &point, 1).unwrap();
+            let dist = FusedmmFamily
+                .run("1.5d-dense-shift/none", &input, &point, 1)
+                .unwrap();
+            assert_eq!(dist.metrics["replication_used"], 1.0);
+            assert_eq!(local.output.len(), dist.output.len());
+            let scale = local.output.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            for (a, b) in local.output.iter().zip(&dist.output) {
+                assert!((a - b).abs() <= 1e-12 * scale, "{kernel:?}");
+            }
+            assert_eq!(FusedmmFamily.processes(&point, 1).unwrap(), 4);
+        }
     }
 }

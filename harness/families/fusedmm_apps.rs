@@ -40,13 +40,13 @@
 //! flops, one SDDMM and one SpMM of `2 r nnz` flops each. With a distributed backend every call
 //! also starts `ranks` threads and moves the words the cost model states.
 
-use super::params::{get_f64, get_str, get_usize};
-use crate::families::fusedmm::{parse_variant, VARIANTS};
-use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput, Value};
-use anyhow::{anyhow, bail, Context, Result};
+use super::params::{positive, Choice, PointIssue};
+use crate::families::fusedmm::{grid_issues, parse_variant, replication_for, VARIANTS};
+use crate::model::{Measurement, PreparedInput, TypedFamily};
+use anyhow::{anyhow, Context, Result};
 use fusedmm::apps::als::{self, AlsConfig};
 use fusedmm::apps::gat::{self, GatLayer, HeadCombine};
-use fusedmm::apps::{Backend, KernelTimes};
+use fusedmm::apps::{KernelExecution, KernelTimes};
 use fusedmm::generate::{erdos_renyi, permute, random_permutation, rmat, RmatSpec};
 use fusedmm::{flops, Csr, Dense, Kernel, Par};
 use std::collections::BTreeMap;
@@ -69,6 +69,84 @@ pub fn variants() -> Vec<&'static str> {
         .collect()
 }
 
+crate::named_enum! {
+    /// The application a point runs.
+    pub enum App as "app" {
+        /// Collaborative filtering by ALS with batched CG.
+        Als = "als",
+        /// A multi-head graph attention forward pass.
+        Gat = "gat",
+    }
+}
+
+crate::named_enum! {
+    /// How GAT's graph is generated.
+    pub enum GraphGenerator as "generator" {
+        /// Erdős-Rényi, `rows` nodes with `nnz_per_row` edges each.
+        Er = "er",
+        /// R-MAT, `2^rmat_scale` nodes, edge factor `nnz_per_row`.
+        Rmat = "rmat",
+    }
+}
+
+crate::point_params! {
+    /// A FusedMM application point: the application, its input's shape, its settings, and the
+    /// grid of the distributed variants.
+    pub struct FusedmmAppsPoint {
+        /// als (ALS with batched CG) or gat (graph attention forward pass)
+        app: Choice<App> = Choice(App::Als),
+        /// p, in-process ranks of the distributed variants
+        ranks: usize = 4,
+        /// c, replication factor (1d always uses 1)
+        replication: usize = 1,
+        /// ALS rank (factor width) or GAT head width
+        r: usize = 16,
+        /// ALS users (rows of the ratings) or GAT nodes with generator er
+        rows: usize = 1024,
+        /// ALS items (default: rows)
+        cols: Option<usize> = None,
+        /// ratings per user, or edges per node (ER) / R-MAT edge factor
+        nnz_per_row: usize = 16,
+        /// GAT graph: er or rmat (2^rmat_scale nodes)
+        generator: Choice<GraphGenerator> = Choice(GraphGenerator::Er),
+        /// log2 of the R-MAT node count
+        rmat_scale: usize = 10,
+        /// randomly permute rows and columns
+        permute: bool = true,
+        /// ALS regularization
+        lambda: f64 = 0.1,
+        /// ALS CG iterations per half step (the paper's: 10)
+        cg_iterations: usize = 10,
+        /// ALS outer iterations, each solving for A then B
+        outer_iterations: usize = 3,
+        /// ALS relative residual at which a row's CG stops
+        cg_tolerance: f64 = 1e-12,
+        /// GAT attention heads, concatenated
+        heads: usize = 4,
+        /// GAT input features per node
+        features: usize = 32,
+    }
+}
+
+impl FusedmmAppsPoint {
+    /// ALS items: `cols`, or `rows` when unset.
+    pub fn cols(&self) -> usize {
+        self.cols.unwrap_or(self.rows)
+    }
+
+    /// The ALS configuration (`seed` for the initial factors).
+    pub fn als_config(&self, seed: u64) -> AlsConfig {
+        AlsConfig {
+            rank: self.r,
+            lambda: self.lambda,
+            cg_iterations: self.cg_iterations,
+            outer_iterations: self.outer_iterations,
+            cg_tolerance: self.cg_tolerance,
+            seed,
+        }
+    }
+}
+
 /// What a point runs: the application and its input, built once per point.
 pub enum AppInput {
     Als {
@@ -82,29 +160,11 @@ pub enum AppInput {
     },
 }
 
-fn get_positive(point: &Params, key: &str, default: usize) -> Result<usize> {
-    let v = get_usize(point, key, default)?;
-    if v == 0 {
-        bail!("parameter {key} must be at least 1");
-    }
-    Ok(v)
-}
-
-/// The application a point names (`app`, default `als`).
-pub fn app_of(point: &Params) -> Result<&str> {
-    match get_str(point, "app", "als")? {
-        app @ ("als" | "gat") => Ok(app),
-        other => bail!("unknown app {other:?}; use als or gat"),
-    }
-}
-
 /// Rows and columns randomly permuted from the seed (rows and columns alike when `square`, so
 /// a graph stays the same graph), unless `permute: false`.
-fn maybe_permute(point: &Params, s: Csr, seed: u64, square: bool) -> Result<Csr> {
-    match point.get("permute") {
-        None | Some(Value::Bool(true)) => {}
-        Some(Value::Bool(false)) => return Ok(s),
-        Some(v) => bail!("parameter permute must be true or false, got {v}"),
+fn maybe_permute(point: &FusedmmAppsPoint, s: Csr, seed: u64, square: bool) -> Result<Csr> {
+    if !point.permute {
+        return Ok(s);
     }
     let rows = random_permutation(s.nrows(), seed ^ 0x5eed_0001);
     let cols = if square {
@@ -116,46 +176,29 @@ fn maybe_permute(point: &Params, s: Csr, seed: u64, square: bool) -> Result<Csr>
 }
 
 /// The input of an ALS point: ratings in `(1, 5]` on an ER pattern, and the configuration.
-fn als_input(point: &Params, seed: u64) -> Result<AppInput> {
-    let rows = get_positive(point, "rows", 1024)?;
-    let cols = get_positive(point, "cols", rows)?;
-    let per_row = get_positive(point, "nnz_per_row", 16)?;
-    let pattern = erdos_renyi(rows, cols, per_row, seed, Par::Seq)?;
+fn als_input(point: &FusedmmAppsPoint, seed: u64) -> Result<AppInput> {
+    let pattern = erdos_renyi(point.rows, point.cols(), point.nnz_per_row, seed, Par::Seq)?;
     let ratings = fusedmm::kernels::whole::with_values(
         &pattern,
         pattern.values().iter().map(|v| 1.0 + 4.0 * v).collect(),
     )?;
     let ratings = maybe_permute(point, ratings, seed, false)?;
-    let config = AlsConfig {
-        rank: get_positive(point, "r", 16)?,
-        lambda: get_f64(point, "lambda", 0.1)?,
-        cg_iterations: get_usize(point, "cg_iterations", 10)?,
-        outer_iterations: get_usize(point, "outer_iterations", 3)?,
-        cg_tolerance: get_f64(point, "cg_tolerance", 1e-12)?,
-        seed: seed.wrapping_add(1),
-    };
+    let config = point.als_config(seed.wrapping_add(1));
     Ok(AppInput::Als { ratings, config })
 }
 
 /// The input of a GAT point: the graph with self-loops, features and a random layer.
-fn gat_input(point: &Params, seed: u64) -> Result<AppInput> {
-    let per_row = get_positive(point, "nnz_per_row", 16)?;
-    let graph = match get_str(point, "generator", "er")? {
-        "er" => {
-            let n = get_positive(point, "rows", 1024)?;
-            erdos_renyi(n, n, per_row, seed, Par::Seq)?
-        }
-        "rmat" => {
-            let scale = get_usize(point, "rmat_scale", 10)?;
-            let scale = u32::try_from(scale).context("rmat_scale is too large")?;
+fn gat_input(point: &FusedmmAppsPoint, seed: u64) -> Result<AppInput> {
+    let per_row = point.nnz_per_row;
+    let graph = match *point.generator {
+        GraphGenerator::Er => erdos_renyi(point.rows, point.rows, per_row, seed, Par::Seq)?,
+        GraphGenerator::Rmat => {
+            let scale = u32::try_from(point.rmat_scale).context("rmat_scale is too large")?;
             rmat(&RmatSpec::new(scale, per_row, seed))?
         }
-        other => bail!("unknown generator {other:?}; use er or rmat"),
     };
     let graph = gat::with_self_loops(&maybe_permute(point, graph, seed, true)?)?;
-    let f = get_positive(point, "features", 32)?;
-    let r = get_positive(point, "r", 16)?;
-    let heads = get_positive(point, "heads", 4)?;
+    let (f, r, heads) = (point.features, point.r, point.heads);
     let features = Dense::random(graph.nrows(), f, seed.wrapping_add(1));
     let layer = GatLayer::random(f, r, heads, HeadCombine::Concat, seed.wrapping_add(2));
     Ok(AppInput::Gat {
@@ -191,105 +234,95 @@ fn account(
     }
 }
 
-impl Family for FusedmmAppsFamily {
-    fn name(&self) -> &'static str {
-        "fusedmm-apps"
-    }
+impl TypedFamily for FusedmmAppsFamily {
+    type Point = FusedmmAppsPoint;
+    const NAME: &'static str = "fusedmm-apps";
 
     fn variants(&self) -> Vec<&'static str> {
         variants()
     }
 
-    fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec {
-                name: "app",
-                kind: "string",
-                help: "als (default: ALS with batched CG) or gat (graph attention forward pass)",
-            },
-            ParamSpec {
-                name: "ranks",
-                kind: "integer",
-                help: "p, in-process ranks of the distributed variants (default 4)",
-            },
-            ParamSpec {
-                name: "replication",
-                kind: "integer",
-                help: "c, replication factor (default 1; 1d always uses 1)",
-            },
-            ParamSpec {
-                name: "r",
-                kind: "integer",
-                help: "ALS rank (factor width) or GAT head width (default 16)",
-            },
-            ParamSpec {
-                name: "rows",
-                kind: "integer",
-                help:
-                    "ALS users (rows of the ratings) or GAT nodes with generator er (default 1024)",
-            },
-            ParamSpec {
-                name: "cols",
-                kind: "integer",
-                help: "ALS items (default rows)",
-            },
-            ParamSpec {
-                name: "nnz_per_row",
-                kind: "integer",
-                help: "ratings per user, or edges per node (ER) / R-MAT edge factor (default 16)",
-            },
-            ParamSpec {
-                name: "generator",
-                kind: "string",
-                help: "GAT graph: er (default) or rmat (2^rmat_scale nodes)",
-            },
-            ParamSpec {
-                name: "rmat_scale",
-                kind: "integer",
-                help: "log2 of the R-MAT node count (default 10)",
-            },
-            ParamSpec {
-                name: "permute",
-                kind: "boolean",
-                help: "randomly permute rows and columns (default true)",
-            },
-            ParamSpec {
-                name: "lambda",
-                kind: "float",
-                help: "ALS regularization (default 0.1)",
-            },
-            ParamSpec {
-                name: "cg_iterations",
-                kind: "integer",
-                help: "ALS CG iterations per half step (default 10, the paper's)",
-            },
-            ParamSpec {
-                name: "outer_iterations",
-                kind: "integer",
-                help: "ALS outer iterations, each solving for A then B (default 3)",
-            },
-            ParamSpec {
-                name: "cg_tolerance",
-                kind: "float",
-                help: "ALS relative residual at which a row's CG stops (default 1e-12)",
-            },
-            ParamSpec {
-                name: "heads",
-                kind: "integer",
-                help: "GAT attention heads, concatenated (default 4)",
-            },
-            ParamSpec {
-                name: "features",
-                kind: "integer",
-                help: "GAT input features per node (default 32)",
-            },
-        ]
+    /// Sizes of at least 1 and ALS settings the solver accepts (for the point's application),
+    /// and, for the distributed variants, ranks and replication of at least 1 that form every
+    /// algorithm's grid.
+    fn check(&self, point: &FusedmmAppsPoint, variants: &[String]) -> Vec<PointIssue> {
+        let mut issues = Vec::new();
+        match *point.app {
+            App::Als => {
+                positive(&mut issues, "rows", point.rows);
+                if let Some(cols) = point.cols {
+                    positive(&mut issues, "cols", cols);
+                }
+                positive(&mut issues, "nnz_per_row", point.nnz_per_row);
+                positive(&mut issues, "r", point.r);
+                // The solver's own validation, one setting at a time so the issue names it.
+                for (key, config) in [
+                    (
+                        "lambda",
+                        AlsConfig {
+                            rank: 1,
+                            cg_tolerance: 0.0,
+                            ..point.als_config(0)
+                        },
+                    ),
+                    (
+                        "cg_tolerance",
+                        AlsConfig {
+                            rank: 1,
+                            lambda: 1.0,
+                            ..point.als_config(0)
+                        },
+                    ),
+                ] {
+                    if let Err(e) = config.validate() {
+                        issues.push(PointIssue::new(
+                            &[key],
+                            e.to_string(),
+                            "lambda must be a positive number, cg_tolerance a non-negative one",
+                        ));
+                    }
+                }
+            }
+            App::Gat => {
+                positive(&mut issues, "nnz_per_row", point.nnz_per_row);
+                if *point.generator == GraphGenerator::Er {
+                    positive(&mut issues, "rows", point.rows);
+                }
+                positive(&mut issues, "features", point.features);
+                positive(&mut issues, "r", point.r);
+                positive(&mut issues, "heads", point.heads);
+            }
+        }
+        let distributed: Vec<_> = variants
+            .iter()
+            .filter_map(|v| parse_variant(v).map(|(alg, _)| alg))
+            .collect();
+        if distributed.is_empty() {
+            return issues;
+        }
+        positive(&mut issues, "ranks", point.ranks);
+        // Whether a variant uses `replication` (all but 1d).
+        let replicated = distributed
+            .iter()
+            .any(|alg| replication_for(&**alg, 0) == 0);
+        if replicated {
+            positive(&mut issues, "replication", point.replication);
+        }
+        if point.ranks > 0 && (point.replication > 0 || !replicated) {
+            issues.extend(grid_issues(variants, point.ranks, point.replication, false));
+        }
+        issues
     }
 
-    fn prepare(&self, point: &Params, _dataset: Option<&Path>, seed: u64) -> Result<PreparedInput> {
-        let input = match app_of(point)? {
-            "als" => als_input(point, seed)?,
-            _ => gat_input(point, seed)?,
+    fn prepare(
+        &self,
+        point: &FusedmmAppsPoint,
+        _dataset: Option<&Path>,
+        seed: u64,
+    ) -> Result<PreparedInput> {
+        let input = match *point.app {
+            App::Als => als_input(point, seed)?,
+            App::Gat => gat_input(point, seed)?,
         };
         Ok(Box::new(input))
     }
@@ -298,7 +331,7 @@ impl Family for FusedmmAppsFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &FusedmmAppsPoint,
         threads: usize,
     ) -> Result<Measurement> {
         let input = input
@@ -314,15 +347,11 @@ impl Family for FusedmmAppsFamily {
             )
         };
         let backend = match &parsed {
-            None => Backend::Serial(par),
+            None => KernelExecution::Serial(par),
             Some((alg, strategy)) => {
-                let p = get_positive(point, "ranks", 4)?;
-                let c = if alg.name() == "1d" {
-                    1
-                } else {
-                    get_positive(point, "replication", 1)?
-                };
-                Backend::Distributed {
+                let p = point.ranks;
+                let c = replication_for(&**alg, point.replication);
+                KernelExecution::Distributed {
                     algorithm: &**alg,
                     strategy: *strategy,
                     p,
@@ -334,8 +363,8 @@ impl Family for FusedmmAppsFamily {
         let mut phases = BTreeMap::new();
         let mut metrics = BTreeMap::new();
         let (ranks_used, replication_used) = match backend {
-            Backend::Serial(_) => (1, 1),
-            Backend::Distributed { p, c, .. } => (p, c),
+            KernelExecution::Serial(_) => (1, 1),
+            KernelExecution::Distributed { p, c, .. } => (p, c),
         };
         metrics.insert("ranks_used".to_string(), ranks_used as f64);
         metrics.insert("replication_used".to_string(), replication_used as f64);
@@ -427,12 +456,12 @@ impl Family for FusedmmAppsFamily {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::families::params::PointParams;
+    use crate::model::Value;
 
-    fn point(pairs: &[(&str, Value)]) -> Params {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
+    fn check(point: &FusedmmAppsPoint, variants: &[&str]) -> Vec<PointIssue> {
+        let variants: Vec<String> = variants.iter().map(|v| v.to_string()).collect();
+        FusedmmAppsFamily.check(point, &variants)
     }
 
     #[test]
@@ -452,18 +481,93 @@ mod tests {
     }
 
     #[test]
-    fn unknown_app_and_bad_grid_are_errors() {
+    fn unknown_app_and_generator_are_refused_per_value_with_the_valid_names() {
+        let err = FusedmmAppsPoint::check_value("app", &Value::Str("svd".into()))
+            .unwrap()
+            .unwrap_err();
+        assert!(err.contains("app") && err.contains("`svd`"), "{err}");
+        // GAT's generators: no circulant here.
+        let err = FusedmmAppsPoint::check_value("generator", &Value::Str("circulant".into()))
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            err.contains("generator") && err.contains("`circulant`"),
+            "{err}"
+        );
+        let specs = FusedmmAppsPoint::specs();
+        let choices = |name: &str| {
+            specs
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap()
+                .choices
+                .clone()
+        };
+        assert_eq!(choices("app"), Some(vec!["als", "gat"]));
+        assert_eq!(choices("generator"), Some(vec!["er", "rmat"]));
+        let params: crate::model::Params = [("app".to_string(), Value::Str("svd".into()))].into();
+        let err = FusedmmAppsPoint::from_params(&params).unwrap_err();
+        assert!(err.contains("als, gat"), "{err}");
+    }
+
+    #[test]
+    fn bad_grid_zero_sizes_and_bad_solver_settings_are_refused_with_their_keys() {
+        let gat = FusedmmAppsPoint {
+            app: Choice(App::Gat),
+            rows: 20,
+            nnz_per_row: 3,
+            ranks: 6,
+            replication: 4,
+            ..Default::default()
+        };
+        assert!(check(&gat, &[SERIAL, "1d"]).is_empty());
+        let issues = check(&gat, &[SERIAL, "1d", "1.5d-dense-shift/none"]);
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].keys, ["replication", "ranks"]);
+        assert!(
+            issues[0].message.contains("1.5d-dense-shift"),
+            "{}",
+            issues[0]
+        );
+        assert!(
+            issues[0].help.contains("one of 1, 2, 3, 6 for"),
+            "{}",
+            issues[0].help
+        );
+        let issues = check(
+            &FusedmmAppsPoint {
+                replication: 0,
+                heads: 0,
+                ..gat.clone()
+            },
+            &["1.5d-dense-shift/none"],
+        );
+        let keys: Vec<&[&str]> = issues.iter().map(|i| i.keys.as_slice()).collect();
+        assert_eq!(keys, [&["heads"][..], &["replication"][..]]);
+        // The serial backend uses no grid.
+        assert!(check(&FusedmmAppsPoint { ranks: 0, ..gat }, &[SERIAL]).is_empty());
+        let als = FusedmmAppsPoint {
+            cols: Some(0),
+            lambda: 0.0,
+            cg_tolerance: -1.0,
+            ..Default::default()
+        };
+        let keys: Vec<Vec<&str>> = check(&als, &[SERIAL]).into_iter().map(|i| i.keys).collect();
+        assert_eq!(keys, [["cols"], ["lambda"], ["cg_tolerance"]]);
+        assert!(check(&FusedmmAppsPoint::default(), &variants()[..2]).is_empty());
+    }
+
+    #[test]
+    fn an_impossible_grid_still_fails_at_run_time_naming_the_algorithm() {
         let family = FusedmmAppsFamily;
-        let bad = point(&[("app", Value::Str("svd".into()))]);
-        let err = family.prepare(&bad, None, 1).err().unwrap().to_string();
-        assert!(err.contains("als or gat"), "{err}");
-        let p = point(&[
-            ("app", Value::Str("gat".into())),
-            ("rows", Value::Int(20)),
-            ("nnz_per_row", Value::Int(3)),
-            ("ranks", Value::Int(6)),
-            ("replication", Value::Int(4)),
-        ]);
+        let p = FusedmmAppsPoint {
+            app: Choice(App::Gat),
+            rows: 20,
+            nnz_per_row: 3,
+            ranks: 6,
+            replication: 4,
+            ..Default::default()
+        };
         let input = family.prepare(&p, None, 1).unwrap();
         let err = family
             .run("1.5d-dense-shift/none", &input, &p, 1)

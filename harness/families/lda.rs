@@ -27,11 +27,13 @@
 //! `run`: O(iterations x tokens x K) for the standard sampler, about O(iterations x tokens x
 //! nonzero topics) for `sparse`.
 
-use super::params::{get_bool, get_f64, get_str, get_usize};
+use super::params::{positive, Choice, Named, PointIssue};
 use crate::backend::Backend;
-use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
+use crate::model::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
-use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaParams, SyntheticSpec, TextOptions};
+use lda::{
+    Control, Corpus, DeltaEncoding, InnerSampler, LdaError, LdaParams, SyntheticSpec, TextOptions,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -43,6 +45,84 @@ pub const DEFAULT_CHECKPOINT_FRACTION: f64 = 0.1;
 
 /// Default minimum count of a word in a text corpus.
 pub const DEFAULT_MIN_COUNT: u64 = 5;
+
+/// Documents of the synthetic corpus when a point does not set `docs`.
+pub const DEFAULT_SYNTHETIC_DOCS: usize = 1000;
+
+impl Named for DeltaEncoding {
+    const WHAT: &'static str = "delta encoding";
+    fn all() -> Vec<Self> {
+        vec![DeltaEncoding::Dense, DeltaEncoding::Sparse]
+    }
+    fn name(self) -> &'static str {
+        DeltaEncoding::name(self)
+    }
+    fn from_name(name: &str) -> Option<Self> {
+        DeltaEncoding::from_name(name)
+    }
+}
+
+impl Named for InnerSampler {
+    const WHAT: &'static str = "inner sampler";
+    fn all() -> Vec<Self> {
+        vec![InnerSampler::Standard, InnerSampler::Sparse]
+    }
+    fn name(self) -> &'static str {
+        InnerSampler::name(self)
+    }
+    fn from_name(name: &str) -> Option<Self> {
+        InnerSampler::from_name(name)
+    }
+}
+
+crate::point_params! {
+    /// An LDA point: the sampler's settings (the `lda` crate's defaults, but no log-likelihood
+    /// inside the timed run), the corpus cut of a dataset, and the synthetic corpus's shape
+    /// (1000 documents of 50 to 150 tokens over 1000 words from 20 true topics by default).
+    pub struct LdaPoint {
+        /// K, the number of topics
+        topics: usize = LdaParams::default().topics,
+        /// symmetric document-topic prior
+        alpha: f64 = LdaParams::default().alpha,
+        /// symmetric topic-word prior
+        beta: f64 = LdaParams::default().beta,
+        /// Gibbs sweeps over the corpus
+        iters: usize = LdaParams::default().iterations,
+        /// sampler seed: initial topics, document shares, draws
+        seed: u64 = LdaParams::default().seed,
+        /// documents a worker samples between exchanges (none: checkpoint_fraction of its share)
+        checkpoint_docs: Option<usize> = None,
+        /// checkpoint as a fraction of a worker's share D / threads, in (0, 1]
+        checkpoint_fraction: f64 = DEFAULT_CHECKPOINT_FRACTION,
+        /// evaluate the log-likelihood every N iterations inside the timed run (0: only after it)
+        likelihood_every: usize = 0,
+        /// async delta encoding
+        delta: Choice<DeltaEncoding> = Choice(DeltaEncoding::default()),
+        /// async: keep sampling while the master's reply is in flight
+        non_blocking: bool = LdaParams::default().non_blocking,
+        /// per-token sampler of sync/async workers
+        inner: Choice<InnerSampler> = Choice(InnerSampler::default()),
+        /// recount the tables after every merge (slow)
+        verify_invariants: bool = LdaParams::default().verify_invariants,
+        /// dataset: keep the first N documents (none: all); synthetic: number of documents
+        /// (none: 1000)
+        docs: Option<usize> = None,
+        /// text corpora: drop words seen fewer times
+        min_count: u64 = DEFAULT_MIN_COUNT,
+        /// synthetic: vocabulary size W
+        words: usize = 1000,
+        /// synthetic: topics of the generating model
+        true_topics: usize = 20,
+        /// synthetic: shortest document in tokens
+        min_len: usize = 50,
+        /// synthetic: longest document in tokens
+        max_len: usize = 150,
+        /// synthetic: Dirichlet concentration of document mixtures
+        true_alpha: f64 = 0.1,
+        /// synthetic: Dirichlet concentration of topics
+        true_beta: f64 = 0.1,
+    }
+}
 
 /// The checkpoint interval in documents: `explicit` when given, else `fraction` of a worker's
 /// share `ceil(docs / workers)`, at least 1.
@@ -61,53 +141,76 @@ pub fn checkpoint_docs(
     }
 }
 
-/// The sampler settings of a point, with `workers` worker threads (`threads` of the point).
-pub fn sampler_params(point: &Params, corpus: &Corpus, workers: usize) -> Result<LdaParams> {
-    let delta_name = get_str(point, "delta", "dense")?;
-    let delta = DeltaEncoding::from_name(delta_name)
-        .ok_or_else(|| anyhow!("parameter delta must be dense or sparse, got {delta_name}"))?;
-    let inner_name = get_str(point, "inner", "standard")?;
-    let inner = InnerSampler::from_name(inner_name)
-        .ok_or_else(|| anyhow!("parameter inner must be standard or sparse, got {inner_name}"))?;
-    let fraction = get_f64(point, "checkpoint_fraction", DEFAULT_CHECKPOINT_FRACTION)?;
-    if !(fraction.is_finite() && fraction > 0.0) {
-        bail!("parameter checkpoint_fraction must be positive, got {fraction}");
+impl LdaPoint {
+    /// The sampler settings for a corpus of `docs` documents and `workers` worker threads
+    /// (`threads` of the point); not validated (see [`LdaParams::validate`]).
+    pub fn sampler_params(&self, docs: usize, workers: usize) -> LdaParams {
+        LdaParams {
+            topics: self.topics,
+            alpha: self.alpha,
+            beta: self.beta,
+            iterations: self.iters,
+            seed: self.seed,
+            workers,
+            checkpoint_docs: checkpoint_docs(
+                docs,
+                workers,
+                self.checkpoint_docs,
+                self.checkpoint_fraction,
+            ),
+            likelihood_every: self.likelihood_every,
+            delta: *self.delta,
+            non_blocking: self.non_blocking,
+            inner: *self.inner,
+            verify_invariants: self.verify_invariants,
+        }
     }
-    let explicit = match point.get("checkpoint_docs") {
-        None => None,
-        Some(_) => Some(get_usize(point, "checkpoint_docs", 0)?),
-    };
-    let params = LdaParams {
-        topics: get_usize(point, "topics", 20)?,
-        alpha: get_f64(point, "alpha", 0.1)?,
-        beta: get_f64(point, "beta", 0.1)?,
-        iterations: get_usize(point, "iters", 100)?,
-        seed: get_usize(point, "seed", 0)? as u64,
-        workers,
-        checkpoint_docs: checkpoint_docs(corpus.num_docs(), workers, explicit, fraction),
-        likelihood_every: get_usize(point, "likelihood_every", 0)?,
-        delta,
-        non_blocking: get_bool(point, "non_blocking", false)?,
-        inner,
-        verify_invariants: get_bool(point, "verify_invariants", false)?,
-    };
-    params.validate()?;
-    Ok(params)
+
+    /// The synthetic corpus's shape (see [`lda::generate`]).
+    pub fn synthetic_spec(&self, seed: u64) -> SyntheticSpec {
+        SyntheticSpec {
+            docs: self.docs.unwrap_or(DEFAULT_SYNTHETIC_DOCS),
+            words: self.words,
+            topics: self.true_topics,
+            min_len: self.min_len,
+            max_len: self.max_len,
+            alpha: self.true_alpha,
+            beta: self.true_beta,
+            seed,
+        }
+    }
 }
 
-/// The synthetic corpus's shape from a point (defaults: 1000 documents of 50 to 150 tokens over
-/// 1000 words from 20 true topics, alpha = beta = 0.1).
-pub fn synthetic_spec(point: &Params, seed: u64) -> Result<SyntheticSpec> {
-    Ok(SyntheticSpec {
-        docs: get_usize(point, "docs", 1000)?,
-        words: get_usize(point, "words", 1000)?,
-        topics: get_usize(point, "true_topics", 20)?,
-        min_len: get_usize(point, "min_len", 50)?,
-        max_len: get_usize(point, "max_len", 150)?,
-        alpha: get_f64(point, "true_alpha", 0.1)?,
-        beta: get_f64(point, "true_beta", 0.1)?,
-        seed,
-    })
+/// The point's keys behind an error of [`LdaParams::validate`].
+fn sampler_keys(e: &LdaError) -> &'static [&'static str] {
+    match e {
+        LdaError::BadTopics { .. } => &["topics"],
+        LdaError::BadAlpha(_) => &["alpha"],
+        LdaError::BadBeta(_) => &["beta"],
+        LdaError::BadCheckpoint => &["checkpoint_docs", "checkpoint_fraction"],
+        LdaError::NoWorkers => &["threads"],
+        _ => &["topics", "alpha", "beta"],
+    }
+}
+
+/// The point's keys behind an error of [`SyntheticSpec::validate`] (its message names the
+/// spec's field).
+fn synthetic_keys(e: &LdaError) -> &'static [&'static str] {
+    let message = e.to_string();
+    let says = |field: &str| {
+        message
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w == field)
+    };
+    if says("min_len") || says("max_len") {
+        &["min_len", "max_len"]
+    } else if says("alpha") {
+        &["true_alpha"]
+    } else if says("beta") {
+        &["true_beta"]
+    } else {
+        &["words", "true_topics"]
+    }
 }
 
 /// The `vocab.*` file next to a UCI `docword.*` file, if it exists.
@@ -163,38 +266,50 @@ pub fn read_dataset(path: &Path, docs: Option<usize>, min_count: u64) -> Result<
     )?)
 }
 
-impl Family for LdaFamily {
-    fn name(&self) -> &'static str {
-        "lda"
-    }
+impl TypedFamily for LdaFamily {
+    type Point = LdaPoint;
+    const NAME: &'static str = "lda";
 
     fn variants(&self) -> Vec<&'static str> {
         lda::variant_names()
     }
 
-    fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec { name: "topics", kind: "integer", help: "K, the number of topics (default 20)" },
-            ParamSpec { name: "alpha", kind: "float", help: "symmetric document-topic prior (default 0.1)" },
-            ParamSpec { name: "beta", kind: "float", help: "symmetric topic-word prior (default 0.1)" },
-            ParamSpec { name: "iters", kind: "integer", help: "Gibbs sweeps over the corpus (default 100)" },
-            ParamSpec { name: "seed", kind: "integer", help: "sampler seed: initial topics, document shares, draws (default 0)" },
-            ParamSpec { name: "checkpoint_docs", kind: "integer", help: "documents a worker samples between exchanges (default: checkpoint_fraction of its share)" },
-            ParamSpec { name: "checkpoint_fraction", kind: "float", help: "checkpoint as a fraction of a worker's share D / threads (default 0.1)" },
-            ParamSpec { name: "likelihood_every", kind: "integer", help: "evaluate the log-likelihood every N iterations inside the timed run (default 0: only after it)" },
-            ParamSpec { name: "delta", kind: "string", help: "async delta encoding: dense or sparse (default dense)" },
-            ParamSpec { name: "non_blocking", kind: "boolean", help: "async: keep sampling while the master's reply is in flight (default false)" },
-            ParamSpec { name: "inner", kind: "string", help: "per-token sampler of sync/async workers: standard or sparse (default standard)" },
-            ParamSpec { name: "verify_invariants", kind: "boolean", help: "recount the tables after every merge (slow; default false)" },
-            ParamSpec { name: "docs", kind: "integer", help: "dataset: keep the first N documents; synthetic: number of documents (default 1000)" },
-            ParamSpec { name: "min_count", kind: "integer", help: "text corpora: drop words seen fewer times (default 5)" },
-            ParamSpec { name: "words", kind: "integer", help: "synthetic: vocabulary size W (default 1000)" },
-            ParamSpec { name: "true_topics", kind: "integer", help: "synthetic: topics of the generating model (default 20)" },
-            ParamSpec { name: "min_len", kind: "integer", help: "synthetic: shortest document in tokens (default 50)" },
-            ParamSpec { name: "max_len", kind: "integer", help: "synthetic: longest document in tokens (default 150)" },
-            ParamSpec { name: "true_alpha", kind: "float", help: "synthetic: Dirichlet concentration of document mixtures (default 0.1)" },
-            ParamSpec { name: "true_beta", kind: "float", help: "synthetic: Dirichlet concentration of topics (default 0.1)" },
-        ]
+    fn check(&self, point: &LdaPoint, _variants: &[String]) -> Vec<PointIssue> {
+        let mut issues = Vec::new();
+        positive(&mut issues, "iters", point.iters);
+        if let Some(docs) = point.docs {
+            positive(&mut issues, "docs", docs);
+        }
+        let fraction = point.checkpoint_fraction;
+        if !(fraction > 0.0 && fraction <= 1.0) {
+            issues.push(PointIssue::new(
+                &["checkpoint_fraction"],
+                format!("`checkpoint_fraction` must be in (0, 1], got {fraction}"),
+                "set `checkpoint_fraction` to a share of a worker's documents, e.g. 0.1",
+            ));
+        }
+        // The crate's own validation, so each rule is written once (one document and one
+        // worker: only an explicit checkpoint of 0 can make the interval 0).
+        if let Err(e) = point.sampler_params(1, 1).validate() {
+            let keys = sampler_keys(&e);
+            issues.push(PointIssue::new(
+                keys,
+                format!("`{}`: {e}", keys[0]),
+                format!("change `{}`", keys.join("` or `")),
+            ));
+        }
+        if let Err(e) = point.synthetic_spec(0).validate() {
+            let keys = synthetic_keys(&e);
+            issues.push(PointIssue::new(
+                keys,
+                format!("`{}`: {e}", keys[0]),
+                format!(
+                    "change `{}` (the synthetic corpus's shape)",
+                    keys.join("` or `")
+                ),
+            ));
+        }
+        issues
     }
 
     fn datasets(&self) -> Vec<(&'static str, &'static str)> {
@@ -214,22 +329,20 @@ impl Family for LdaFamily {
         ]
     }
 
-    fn prepare(&self, point: &Params, dataset: Option<&Path>, seed: u64) -> Result<PreparedInput> {
+    fn prepare(
+        &self,
+        point: &LdaPoint,
+        dataset: Option<&Path>,
+        seed: u64,
+    ) -> Result<PreparedInput> {
         let corpus = match dataset {
             None => {
-                lda::generate(&synthetic_spec(point, seed)?)
+                lda::generate(&point.synthetic_spec(seed))
                     .context("generating the synthetic LDA corpus")?
                     .corpus
             }
-            Some(path) => {
-                let docs = match point.get("docs") {
-                    None => None,
-                    Some(_) => Some(get_usize(point, "docs", 0)?),
-                };
-                let min_count = get_usize(point, "min_count", DEFAULT_MIN_COUNT as usize)? as u64;
-                read_dataset(path, docs, min_count)
-                    .with_context(|| format!("reading the corpus {}", path.display()))?
-            }
+            Some(path) => read_dataset(path, point.docs, point.min_count)
+                .with_context(|| format!("reading the corpus {}", path.display()))?,
         };
         if corpus.num_tokens() == 0 {
             bail!("the corpus has no tokens");
@@ -241,7 +354,7 @@ impl Family for LdaFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &LdaPoint,
         threads: usize,
     ) -> Result<Measurement> {
         measure(variant, input, point, threads, &Backend::Local)?
@@ -249,7 +362,7 @@ impl Family for LdaFamily {
     }
 
     /// The master and one process per worker.
-    fn processes(&self, _point: &Params, threads: usize) -> Result<usize> {
+    fn processes(&self, _point: &LdaPoint, threads: usize) -> Result<usize> {
         Ok(threads + 1)
     }
 
@@ -257,7 +370,7 @@ impl Family for LdaFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &LdaPoint,
         threads: usize,
         backend: &Backend,
     ) -> Result<Option<Measurement>> {
@@ -269,7 +382,7 @@ impl Family for LdaFamily {
 fn measure(
     variant: &str,
     input: &PreparedInput,
-    point: &Params,
+    point: &LdaPoint,
     threads: usize,
     backend: &Backend,
 ) -> Result<Option<Measurement>> {
@@ -277,7 +390,8 @@ fn measure(
         .downcast_ref::<Corpus>()
         .ok_or_else(|| anyhow!("internal: the prepared input is not an LDA corpus"))?;
     let sampler = lda::variant(variant).ok_or_else(|| anyhow!("unknown lda variant {variant}"))?;
-    let params = sampler_params(point, corpus, threads)?;
+    let params = point.sampler_params(corpus.num_docs(), threads);
+    params.validate()?;
     let out = sampler.train_on(corpus, &params, backend.communicator(), &mut |_| {
         Control::Continue
     })?;
@@ -357,6 +471,8 @@ pub fn measurement(corpus: &Corpus, params: &LdaParams, out: &lda::LdaOutput) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::families::params::PointParams;
+    use crate::model::{Family, Params, Value};
 
     #[test]
     fn checkpoint_defaults_to_a_tenth_of_a_share() {
@@ -375,15 +491,147 @@ mod tests {
         assert_eq!(strip_mail_header("no header at all"), "no header at all");
     }
 
+    fn point(pairs: &[(&str, Value)]) -> Result<LdaPoint, String> {
+        let params: Params = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        LdaPoint::from_params(&params)
+    }
+
+    fn issue_keys(p: &LdaPoint) -> Vec<Vec<&'static str>> {
+        LdaFamily
+            .check(p, &["async".to_string()])
+            .into_iter()
+            .map(|i| i.keys)
+            .collect()
+    }
+
     #[test]
     fn bad_option_strings_are_errors() {
-        let corpus = Corpus::new(vec![vec![0, 1]], Vec::new(), 2).unwrap();
-        let mut point = Params::new();
-        point.insert("delta".into(), crate::model::Value::Str("dens".into()));
-        let err = sampler_params(&point, &corpus, 1).unwrap_err();
-        assert!(err.to_string().contains("dense or sparse"), "{err}");
-        let mut point = Params::new();
-        point.insert("topics".into(), crate::model::Value::Int(0));
-        assert!(sampler_params(&point, &corpus, 1).is_err());
+        let family: &dyn Family = &LdaFamily;
+        let typo = Value::Str("dens".into());
+        let err = family.check_value("delta", &typo).unwrap().unwrap_err();
+        assert!(
+            err.contains("delta encoding") && err.contains("`dens`"),
+            "{err}"
+        );
+        let err = family
+            .check_value("inner", &Value::Str("sparce".into()))
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            err.contains("inner sampler") && err.contains("`sparce`"),
+            "{err}"
+        );
+        // The valid names come with the parameter (the plan's help lists them).
+        let specs = family.params();
+        let choices = |key: &str| {
+            specs
+                .iter()
+                .find(|s| s.name == key)
+                .unwrap()
+                .choices
+                .clone()
+        };
+        assert_eq!(choices("delta"), Some(vec!["dense", "sparse"]));
+        assert_eq!(choices("inner"), Some(vec!["standard", "sparse"]));
+        let err = point(&[("delta", typo)]).unwrap_err();
+        assert!(err.contains("valid: dense, sparse"), "{err}");
+        let ok = point(&[("delta", Value::Str("sparse".into()))]).unwrap();
+        assert_eq!(*ok.delta, DeltaEncoding::Sparse);
+    }
+
+    #[test]
+    fn defaults_are_the_samplers_and_absent_checkpoint_is_a_fraction() {
+        let p = point(&[("threads", Value::Int(2))]).unwrap();
+        let params = p.sampler_params(3430, 2);
+        assert_eq!(
+            params,
+            LdaParams {
+                workers: 2,
+                checkpoint_docs: 172,
+                likelihood_every: 0,
+                ..LdaParams::default()
+            }
+        );
+        let p = LdaPoint {
+            checkpoint_docs: Some(7),
+            ..Default::default()
+        };
+        assert_eq!(p.sampler_params(3430, 2).checkpoint_docs, 7);
+        assert_eq!(
+            LdaPoint::default().synthetic_spec(3).docs,
+            DEFAULT_SYNTHETIC_DOCS
+        );
+        assert!(issue_keys(&LdaPoint::default()).is_empty());
+    }
+
+    #[test]
+    fn domain_errors_name_their_keys() {
+        let zero_topics = LdaPoint {
+            topics: 0,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&zero_topics), vec![vec!["topics"]]);
+        let issues = LdaFamily.check(&zero_topics, &[]);
+        assert!(issues[0].message.contains("topics"), "{}", issues[0]);
+        for fraction in [0.0, -0.1, 1.5] {
+            let p = LdaPoint {
+                checkpoint_fraction: fraction,
+                ..Default::default()
+            };
+            assert_eq!(
+                issue_keys(&p),
+                vec![vec!["checkpoint_fraction"]],
+                "{fraction}"
+            );
+        }
+        let p = LdaPoint {
+            checkpoint_fraction: 1.0,
+            ..Default::default()
+        };
+        assert!(issue_keys(&p).is_empty());
+        let p = LdaPoint {
+            checkpoint_docs: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p)[0][0], "checkpoint_docs");
+        let p = LdaPoint {
+            alpha: 0.0,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["alpha"]]);
+        let p = LdaPoint {
+            beta: -1.0,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["beta"]]);
+        let p = LdaPoint {
+            iters: 0,
+            docs: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["iters"], vec!["docs"]]);
+        let p = LdaPoint {
+            min_len: 200,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["min_len", "max_len"]]);
+        let p = LdaPoint {
+            true_topics: 0,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["words", "true_topics"]]);
+        let p = LdaPoint {
+            true_alpha: 0.0,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["true_alpha"]]);
+        let p = LdaPoint {
+            true_beta: 0.0,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["true_beta"]]);
     }
 }

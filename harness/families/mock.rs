@@ -5,16 +5,31 @@
 //! `factor` 1e-3 for `slow` and 1e-5 for `fast` and `wrong`, so `slow` is exactly 100x `fast`
 //! and the time scales as `size^1` and `threads^-1`. Phases split the time 80/20 into
 //! `compute`/`setup`. The output of `slow` and `fast` is the same vector; `wrong` differs by 1e-3
-//! relative, so equivalence checks have something to catch. Nothing sleeps: the "times" are
-//! reported, not measured. Cost: O(min(size, 16)) per run.
+//! relative, so equivalence checks have something to catch. The "times" are reported, not
+//! measured; a run sleeps only when `delay_ms` asks (tests that interrupt a sweep). Cost:
+//! O(min(size, 16)) per run plus `delay_ms`.
 
-use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
+use crate::families::params::{positive, PointIssue};
+use crate::model::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The scripted family (`family: mock` in an experiment file).
 pub struct MockFamily;
+
+crate::point_params! {
+    /// A mock point.
+    pub struct MockPoint {
+        /// problem size; wall time is proportional to it
+        size: usize = MockFamily::DEFAULT_SIZE,
+        /// accepted and recorded, otherwise unused (tests float parameters)
+        work: f64 = 0.0,
+        /// milliseconds every run sleeps (the reported time ignores it): a sweep slow enough
+        /// to interrupt
+        delay_ms: u64 = 0,
+    }
+}
 
 impl MockFamily {
     pub const NAME: &'static str = "mock";
@@ -35,33 +50,23 @@ impl MockFamily {
     }
 }
 
-impl Family for MockFamily {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
+impl TypedFamily for MockFamily {
+    type Point = MockPoint;
+    const NAME: &'static str = MockFamily::NAME;
 
     fn variants(&self) -> Vec<&'static str> {
         vec!["slow", "fast", "wrong"]
     }
 
-    fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec {
-                name: "size",
-                kind: "integer",
-                help: "problem size; wall time is proportional to it",
-            },
-            ParamSpec {
-                name: "work",
-                kind: "float",
-                help: "accepted and recorded, otherwise unused (tests float parameters)",
-            },
-        ]
+    fn check(&self, point: &MockPoint, _variants: &[String]) -> Vec<PointIssue> {
+        let mut issues = Vec::new();
+        positive(&mut issues, "size", point.size);
+        issues
     }
 
     fn prepare(
         &self,
-        point: &Params,
+        point: &MockPoint,
         _dataset: Option<&Path>,
         _seed: u64,
     ) -> anyhow::Result<PreparedInput> {
@@ -72,7 +77,7 @@ impl Family for MockFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &MockPoint,
         threads: usize,
     ) -> anyhow::Result<Measurement> {
         let factor = Self::factor(variant).ok_or_else(|| {
@@ -83,13 +88,9 @@ impl Family for MockFamily {
         }
         // The prepared input is the point itself; prefer it, so a runner that hands the wrong
         // input to a point is caught by the numbers.
-        let params = input.downcast_ref::<Params>().unwrap_or(point);
-        let size = match params.get("size") {
-            None => Self::DEFAULT_SIZE,
-            Some(v) => v.as_usize().ok_or_else(|| {
-                anyhow!("mock parameter `size` must be a non-negative integer, got {v}")
-            })?,
-        };
+        let point = input.downcast_ref::<MockPoint>().unwrap_or(point);
+        std::thread::sleep(std::time::Duration::from_millis(point.delay_ms));
+        let size = point.size;
         let wall_time_s = size as f64 * factor / threads as f64;
         let phases_s = BTreeMap::from([
             ("compute".to_string(), 0.8 * wall_time_s),
@@ -116,10 +117,12 @@ impl Family for MockFamily {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Value;
 
-    fn point(size: i64) -> Params {
-        Params::from([("size".to_string(), Value::Int(size))])
+    fn point(size: usize) -> MockPoint {
+        MockPoint {
+            size,
+            ..MockPoint::default()
+        }
     }
 
     #[test]

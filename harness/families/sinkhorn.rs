@@ -1,8 +1,8 @@
 //! The Sinkhorn-WMD family: synthetic problems of the paper's shape, or real documents (R8,
 //! 20news from the data dir) with seeded random embeddings or a word2vec text file.
 
-use super::params::{get_f64, get_usize};
-use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
+use super::params::{positive, PointIssue};
+use crate::model::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, Context, Result};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::{Control, Par, SinkhornParams, WmdProblem};
@@ -12,61 +12,105 @@ use std::time::Instant;
 
 pub struct SinkhornFamily;
 
-/// Solver settings of a point (`lambda`, `iters`, `tol`).
-pub fn solver_params(point: &Params) -> Result<SinkhornParams> {
-    let tol = match point.get("tol") {
-        None => None,
-        Some(v) => Some(
-            v.as_f64()
-                .ok_or_else(|| anyhow!("parameter tol must be a number, got {v}"))?,
-        ),
-    };
-    let p = SinkhornParams {
-        lambda: get_f64(point, "lambda", 10.0)?,
-        max_iter: get_usize(point, "iters", 15)?,
-        tol,
-    };
-    p.validate()?;
-    Ok(p)
-}
-
-/// The synthetic generator's shape from a point, with the paper's shape as defaults.
-pub fn synthetic_spec(point: &Params, seed: u64) -> Result<SyntheticSpec> {
-    let paper = SyntheticSpec::paper();
-    Ok(SyntheticSpec {
-        vocab: get_usize(point, "vocab", paper.vocab)?,
-        dim: get_usize(point, "dim", paper.dim)?,
-        docs: get_usize(point, "docs", paper.docs)?,
-        words_per_doc: get_usize(point, "words_per_doc", paper.words_per_doc)?,
-        query_words: get_usize(point, "query_words", paper.query_words)?,
-        zipf_exponent: get_f64(point, "zipf_exponent", paper.zipf_exponent)?,
-        seed,
-    })
-}
-
-impl Family for SinkhornFamily {
-    fn name(&self) -> &'static str {
-        "sinkhorn"
+crate::point_params! {
+    /// A Sinkhorn-WMD point: the synthetic generator's shape (the paper's by default) or the
+    /// documents taken from a dataset, and the solver's settings.
+    pub struct SinkhornPoint {
+        /// vocabulary size V (synthetic)
+        vocab: usize = SyntheticSpec::paper().vocab,
+        /// embedding dimension d
+        dim: usize = SyntheticSpec::paper().dim,
+        /// target documents N (synthetic; for a dataset, the first N documents, all when unset)
+        docs: Option<usize> = None,
+        /// distinct words per target document (synthetic)
+        words_per_doc: usize = SyntheticSpec::paper().words_per_doc,
+        /// distinct words in the query, v_s (synthetic)
+        query_words: usize = SyntheticSpec::paper().query_words,
+        /// exponent of the Zipf law words are drawn from (synthetic)
+        zipf_exponent: f64 = SyntheticSpec::paper().zipf_exponent,
+        /// index of the query document (dataset)
+        query_doc: usize = 0,
+        /// word2vec text file of embeddings (dataset; default: seeded random vectors of dimension dim)
+        embeddings: Option<String> = None,
+        /// entropic regularization
+        lambda: f64 = 10.0,
+        /// Sinkhorn iterations
+        iters: usize = 15,
+        /// per-document stopping tolerance on the change of x (default none)
+        tol: Option<f64> = None,
     }
+}
+
+impl SinkhornPoint {
+    /// The solver's settings.
+    pub fn solver(&self) -> SinkhornParams {
+        SinkhornParams {
+            lambda: self.lambda,
+            max_iter: self.iters,
+            tol: self.tol,
+        }
+    }
+
+    /// The synthetic generator's shape.
+    pub fn synthetic_spec(&self, seed: u64) -> SyntheticSpec {
+        SyntheticSpec {
+            vocab: self.vocab,
+            dim: self.dim,
+            docs: self.docs.unwrap_or(SyntheticSpec::paper().docs),
+            words_per_doc: self.words_per_doc,
+            query_words: self.query_words,
+            zipf_exponent: self.zipf_exponent,
+            seed,
+        }
+    }
+}
+
+impl TypedFamily for SinkhornFamily {
+    type Point = SinkhornPoint;
+    const NAME: &'static str = "sinkhorn";
 
     fn variants(&self) -> Vec<&'static str> {
         sinkhorn::variant_names()
     }
 
-    fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec { name: "vocab", kind: "integer", help: "vocabulary size V (synthetic)" },
-            ParamSpec { name: "dim", kind: "integer", help: "embedding dimension d" },
-            ParamSpec { name: "docs", kind: "integer", help: "target documents N (synthetic; for a dataset, the first N documents)" },
-            ParamSpec { name: "words_per_doc", kind: "integer", help: "distinct words per target document (synthetic)" },
-            ParamSpec { name: "query_words", kind: "integer", help: "distinct words in the query, v_s (synthetic)" },
-            ParamSpec { name: "zipf_exponent", kind: "float", help: "exponent of the Zipf law words are drawn from (synthetic)" },
-            ParamSpec { name: "query_doc", kind: "integer", help: "index of the query document (dataset)" },
-            ParamSpec { name: "embeddings", kind: "string", help: "word2vec text file of embeddings (dataset; default: seeded random vectors of dimension dim)" },
-            ParamSpec { name: "lambda", kind: "float", help: "entropic regularization (default 10)" },
-            ParamSpec { name: "iters", kind: "integer", help: "Sinkhorn iterations (default 15)" },
-            ParamSpec { name: "tol", kind: "float", help: "per-document stopping tolerance on the change of x (default none)" },
-        ]
+    fn check(&self, point: &SinkhornPoint, _variants: &[String]) -> Vec<PointIssue> {
+        let mut issues = Vec::new();
+        for (key, value) in [
+            ("vocab", point.vocab),
+            ("dim", point.dim),
+            ("words_per_doc", point.words_per_doc),
+            ("query_words", point.query_words),
+            ("iters", point.iters),
+        ] {
+            positive(&mut issues, key, value);
+        }
+        if let Some(docs) = point.docs {
+            positive(&mut issues, "docs", docs);
+        }
+        // The solver's own validation, so the rule is written once.
+        if let Err(e) = point.solver().validate() {
+            let key = if matches!(e, sinkhorn::WmdError::BadTolerance(_)) {
+                "tol"
+            } else {
+                "lambda"
+            };
+            issues.push(PointIssue::new(
+                &[key],
+                e.to_string(),
+                "lambda must be a positive number; tol, when set, a non-negative one",
+            ));
+        }
+        if point.query_words > point.vocab {
+            issues.push(PointIssue::new(
+                &["query_words", "vocab"],
+                format!(
+                    "the query cannot have {} distinct words in a vocabulary of {}",
+                    point.query_words, point.vocab
+                ),
+                "make query_words at most vocab",
+            ));
+        }
+        issues
     }
 
     fn datasets(&self) -> Vec<(&'static str, &'static str)> {
@@ -90,9 +134,14 @@ impl Family for SinkhornFamily {
         ]
     }
 
-    fn prepare(&self, point: &Params, dataset: Option<&Path>, seed: u64) -> Result<PreparedInput> {
+    fn prepare(
+        &self,
+        point: &SinkhornPoint,
+        dataset: Option<&Path>,
+        seed: u64,
+    ) -> Result<PreparedInput> {
         let problem = match dataset {
-            None => generate(&synthetic_spec(point, seed)?)
+            None => generate(&point.synthetic_spec(seed))
                 .context("generating the synthetic Sinkhorn problem")?,
             Some(path) => dataset_problem(point, path, seed)?,
         };
@@ -103,7 +152,7 @@ impl Family for SinkhornFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &SinkhornPoint,
         threads: usize,
     ) -> Result<Measurement> {
         let problem = input
@@ -111,7 +160,7 @@ impl Family for SinkhornFamily {
             .ok_or_else(|| anyhow!("internal: the prepared input is not a Sinkhorn problem"))?;
         let solver = sinkhorn::variant(variant)
             .ok_or_else(|| anyhow!("unknown sinkhorn variant {variant}"))?;
-        let params = solver_params(point)?;
+        let params = point.solver();
         let start = Instant::now();
         let out = solver.solve(problem, &params, Par::threads(threads), &mut |_| {
             Control::Continue
@@ -153,11 +202,11 @@ impl Family for SinkhornFamily {
 /// Real documents, the first `docs` of them as targets and document `query_doc` as the query:
 /// R8 lines `label<TAB>text`, or a `.tar.gz` of one document per file (20 Newsgroups, Ohsumed).
 /// A document is numbered by its line (R8) or its position in the archive, for error messages.
-fn dataset_problem(point: &Params, path: &Path, seed: u64) -> Result<WmdProblem> {
+fn dataset_problem(point: &SinkhornPoint, path: &Path, seed: u64) -> Result<WmdProblem> {
     use sinkhorn::corpus;
-    let max_docs = get_usize(point, "docs", usize::MAX)?;
-    let query_doc = get_usize(point, "query_doc", 0)?;
-    let dim = get_usize(point, "dim", 300)?;
+    let max_docs = point.docs.unwrap_or(usize::MAX);
+    let query_doc = point.query_doc;
+    let dim = point.dim;
     let is_archive = path.to_string_lossy().ends_with(".tar.gz");
     let texts: Vec<(usize, String)> = if is_archive {
         crate::datadir::read_labeled_tar_gz(path, Some(max_docs))?
@@ -174,7 +223,7 @@ fn dataset_problem(point: &Params, path: &Path, seed: u64) -> Result<WmdProblem>
             .take(max_docs)
             .collect()
     };
-    let embeddings = match point.get("embeddings").and_then(|v| v.as_str()) {
+    let embeddings = match point.embeddings.as_deref() {
         Some(file) => parbench_common::embeddings::read_word2vec_text(Path::new(file))
             .with_context(|| format!("reading embeddings {file}"))?,
         None => corpus::random_embeddings_for(&texts, dim, seed)

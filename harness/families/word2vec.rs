@@ -28,9 +28,9 @@
 //! reading the evaluation sets; `run`: O(epochs x words x window x (negative + 1) x d) training
 //! plus O(distinct analogy words x 30,000 x d) evaluation.
 
-use super::params::{get_bool, get_f64, get_opt_usize, get_str, get_usize};
+use super::params::{positive, Choice, Named, PointIssue};
 use crate::backend::Backend;
-use crate::model::{Family, Measurement, ParamSpec, Params, PreparedInput};
+use crate::model::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use parbench_common::comm::{Communicator, Phase};
 use parbench_common::rng::Rng;
@@ -38,12 +38,87 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 use word2vec::eval::{EvalSuite, Evaluator};
-use word2vec::{Control, Corpus, CorpusOptions, Model, SyncOptions, TrainOutput, TrainParams};
+use word2vec::{
+    Control, Corpus, CorpusOptions, Model, SyncOptions, TrainOutput, TrainParams, W2vError,
+};
 
 /// The data-parallel variant across in-process ranks ([`word2vec::Distributed`]).
 const DISTRIBUTED: &str = "distributed";
 
 pub struct Word2vecFamily;
+
+/// A shared-memory variant of the `word2vec` crate, by name ([`word2vec::variant_names`]):
+/// what every rank of `distributed` trains its shard with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InnerVariant(&'static str);
+
+impl InnerVariant {
+    /// pWord2Vec's kernel, the variant its distributed runs use.
+    pub const DEFAULT: InnerVariant = InnerVariant("gemm");
+}
+
+impl Named for InnerVariant {
+    const WHAT: &'static str = "word2vec variant";
+    fn all() -> Vec<Self> {
+        word2vec::variant_names()
+            .into_iter()
+            .map(InnerVariant)
+            .collect()
+    }
+    fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+crate::point_params! {
+    /// A word2vec point: the training settings (word2vec.c's, but one epoch, the papers'
+    /// throughput setting), the corpus cut of a dataset, `distributed`'s exchange schedule and
+    /// the planted synthetic corpus's shape.
+    pub struct Word2vecPoint {
+        /// embedding dimension d
+        dim: usize = TrainParams::default().dim,
+        /// maximum window W; full uses ceil(W/2)
+        window: usize = TrainParams::default().window,
+        /// negative samples K
+        negative: usize = TrainParams::default().negative,
+        /// subsampling threshold, 0 keeps every word
+        sample: f64 = TrainParams::default().sample,
+        /// starting learning rate
+        alpha: f64 = TrainParams::default().alpha,
+        /// passes over the corpus
+        epochs: usize = 1,
+        /// drop words seen fewer times
+        min_count: u64 = CorpusOptions::default().min_count,
+        /// dataset: train on the first N words only (none: all)
+        max_tokens: Option<u64> = None,
+        /// dataset: keep only the N most frequent words (pWord2Vec Table II; none: all)
+        max_vocab: Option<usize> = None,
+        /// added to the data seed for the run's seed
+        seed: u64 = 0,
+        /// compute the quality metrics after training
+        evaluate: bool = true,
+        /// distributed: in-process ranks, each with `threads` threads
+        ranks: usize = 1,
+        /// distributed: the variant each rank trains with
+        inner: Choice<InnerVariant> = Choice(InnerVariant::DEFAULT),
+        /// distributed: corpus words per rank between model exchanges
+        sync_words: u64 = SyncOptions::default().sync_words,
+        /// distributed: the most frequent words, exchanged every time
+        hot_words: usize = SyncOptions::default().hot_words,
+        /// distributed: the other rows are exchanged every N exchanges
+        rare_every: usize = SyncOptions::default().rare_every,
+        /// distributed: multiply alpha by the number of ranks
+        scale_alpha: bool = SyncOptions::default().scale_alpha,
+        /// synthetic: planted word groups
+        groups: usize = 10,
+        /// synthetic: words per group
+        group_words: usize = 50,
+        /// synthetic: words per sentence
+        sentence_words: usize = 20,
+        /// synthetic: corpus length in words
+        words: usize = 200_000,
+    }
+}
 
 /// The corpus of a point, the evaluation data that goes with it, and the data seed.
 pub struct W2vInput {
@@ -55,39 +130,88 @@ pub struct W2vInput {
     pub data_seed: u64,
 }
 
-/// The training settings of a point with `threads` threads (defaults: word2vec.c's, but one
-/// epoch, the papers' throughput setting).
-pub fn train_params(point: &Params, data_seed: u64, threads: usize) -> Result<TrainParams> {
-    let defaults = TrainParams::default();
-    let params = TrainParams {
-        dim: get_usize(point, "dim", defaults.dim)?,
-        window: get_usize(point, "window", defaults.window)?,
-        negative: get_usize(point, "negative", defaults.negative)?,
-        sample: get_f64(point, "sample", defaults.sample)?,
-        alpha: get_f64(point, "alpha", defaults.alpha)?,
-        epochs: get_usize(point, "epochs", 1)?,
-        threads,
-        seed: data_seed.wrapping_add(get_usize(point, "seed", 0)? as u64),
-        min_count: get_usize(point, "min_count", defaults.min_count as usize)? as u64,
-        // The harness shows no progress of its own inside a run; one report per epoch is enough.
-        report_interval_seconds: 3600.0,
-    };
-    params.validate()?;
-    Ok(params)
+impl Word2vecPoint {
+    /// The training settings with `threads` threads, the run's seed the data seed plus the
+    /// point's; not validated (see [`TrainParams::validate`]).
+    pub fn train_params(&self, data_seed: u64, threads: usize) -> TrainParams {
+        TrainParams {
+            dim: self.dim,
+            window: self.window,
+            negative: self.negative,
+            sample: self.sample,
+            alpha: self.alpha,
+            epochs: self.epochs,
+            threads,
+            seed: data_seed.wrapping_add(self.seed),
+            min_count: self.min_count,
+            // The harness shows no progress of its own inside a run; one report per epoch is
+            // enough.
+            report_interval_seconds: 3600.0,
+        }
+    }
+
+    /// How a dataset's corpus is read.
+    pub fn corpus_options(&self) -> CorpusOptions {
+        CorpusOptions {
+            min_count: self.min_count,
+            max_vocab: self.max_vocab,
+            max_tokens: self.max_tokens,
+        }
+    }
+
+    /// `distributed`'s exchange schedule.
+    pub fn sync_options(&self) -> SyncOptions {
+        SyncOptions {
+            sync_words: self.sync_words,
+            hot_words: self.hot_words,
+            rare_every: self.rare_every,
+            scale_alpha: self.scale_alpha,
+        }
+    }
 }
 
-/// How the corpus of a point is read (`min_count` 5, whole corpus, whole vocabulary by default).
-pub fn corpus_options(point: &Params) -> Result<CorpusOptions> {
-    let max_tokens = get_opt_usize(point, "max_tokens")?;
-    let max_vocab = get_opt_usize(point, "max_vocab")?;
-    if max_tokens == Some(0) || max_vocab == Some(0) {
-        bail!("max_tokens and max_vocab must be at least 1 when given");
+/// The point's key behind an error of [`TrainParams::validate`].
+fn train_key(e: &W2vError) -> &'static str {
+    match e {
+        W2vError::BadDimension { .. } => "dim",
+        W2vError::BadWindow { .. } => "window",
+        W2vError::BadNegative { .. } => "negative",
+        W2vError::BadSample(_) => "sample",
+        W2vError::BadAlpha(_) => "alpha",
+        W2vError::NoEpochs => "epochs",
+        _ => "threads",
     }
-    Ok(CorpusOptions {
-        min_count: get_usize(point, "min_count", 5)? as u64,
-        max_vocab,
-        max_tokens: max_tokens.map(|n| n as u64),
-    })
+}
+
+/// Why the planted corpus cannot have this shape: the key responsible and the rule.
+fn planted_shape(
+    groups: usize,
+    group_words: usize,
+    sentence_words: usize,
+    words: usize,
+) -> Result<(), (&'static str, String)> {
+    for (key, value) in [
+        ("groups", groups),
+        ("group_words", group_words),
+        ("sentence_words", sentence_words),
+    ] {
+        if value < 2 {
+            return Err((
+                key,
+                format!("synthetic corpus: {key} must be at least 2, got {value}"),
+            ));
+        }
+    }
+    if words < sentence_words {
+        return Err((
+            "words",
+            format!(
+                "synthetic corpus: words ({words}) must be at least sentence_words \
+                 ({sentence_words})"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A corpus with planted structure: `groups` groups of `group_words` words; every sentence of
@@ -100,11 +224,8 @@ pub fn planted_corpus(
     words: usize,
     seed: u64,
 ) -> Result<Corpus> {
-    if groups < 2 || group_words < 2 || sentence_words < 2 || words < sentence_words {
-        bail!(
-            "synthetic corpus: need groups >= 2, group_words >= 2, sentence_words >= 2 and \
-             words >= sentence_words (got {groups}, {group_words}, {sentence_words}, {words})"
-        );
+    if let Err((_, why)) = planted_shape(groups, group_words, sentence_words, words) {
+        bail!(why);
     }
     let names: Vec<String> = (0..groups * group_words)
         .map(|i| format!("g{}w{}", i / group_words, i % group_words))
@@ -141,10 +262,9 @@ pub fn planted_accuracy(model: &Model) -> f64 {
     hits as f64 / words.len().max(1) as f64
 }
 
-impl Family for Word2vecFamily {
-    fn name(&self) -> &'static str {
-        "word2vec"
-    }
+impl TypedFamily for Word2vecFamily {
+    type Point = Word2vecPoint;
+    const NAME: &'static str = "word2vec";
 
     fn variants(&self) -> Vec<&'static str> {
         let mut v = word2vec::variant_names();
@@ -152,115 +272,45 @@ impl Family for Word2vecFamily {
         v
     }
 
-    fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec {
-                name: "dim",
-                kind: "integer",
-                help: "embedding dimension d (default 100)",
-            },
-            ParamSpec {
-                name: "window",
-                kind: "integer",
-                help: "maximum window W; full uses ceil(W/2) (default 5)",
-            },
-            ParamSpec {
-                name: "negative",
-                kind: "integer",
-                help: "negative samples K (default 5)",
-            },
-            ParamSpec {
-                name: "sample",
-                kind: "float",
-                help: "subsampling threshold, 0 keeps every word (default 1e-4)",
-            },
-            ParamSpec {
-                name: "alpha",
-                kind: "float",
-                help: "starting learning rate (default 0.025)",
-            },
-            ParamSpec {
-                name: "epochs",
-                kind: "integer",
-                help: "passes over the corpus (default 1)",
-            },
-            ParamSpec {
-                name: "min_count",
-                kind: "integer",
-                help: "drop words seen fewer times (default 5)",
-            },
-            ParamSpec {
-                name: "max_tokens",
-                kind: "integer",
-                help: "dataset: train on the first N words only (default: all)",
-            },
-            ParamSpec {
-                name: "max_vocab",
-                kind: "integer",
-                help: "dataset: keep only the N most frequent words (pWord2Vec Table II)",
-            },
-            ParamSpec {
-                name: "seed",
-                kind: "integer",
-                help: "added to the data seed for the run's seed (default 0)",
-            },
-            ParamSpec {
-                name: "evaluate",
-                kind: "boolean",
-                help: "compute the quality metrics after training (default true)",
-            },
-            ParamSpec {
-                name: "ranks",
-                kind: "integer",
-                help: "distributed: in-process ranks, each with `threads` threads (default 1)",
-            },
-            ParamSpec {
-                name: "inner",
-                kind: "string",
-                help: "distributed: the variant each rank trains with (default gemm)",
-            },
-            ParamSpec {
-                name: "sync_words",
-                kind: "integer",
-                help:
-                    "distributed: corpus words per rank between model exchanges (default 1000000)",
-            },
-            ParamSpec {
-                name: "hot_words",
-                kind: "integer",
-                help: "distributed: the most frequent words, exchanged every time (default 10000)",
-            },
-            ParamSpec {
-                name: "rare_every",
-                kind: "integer",
-                help: "distributed: the other rows are exchanged every N exchanges (default 4)",
-            },
-            ParamSpec {
-                name: "scale_alpha",
-                kind: "boolean",
-                help: "distributed: multiply alpha by the number of ranks (default true)",
-            },
-            ParamSpec {
-                name: "groups",
-                kind: "integer",
-                help: "synthetic: planted word groups (default 10)",
-            },
-            ParamSpec {
-                name: "group_words",
-                kind: "integer",
-                help: "synthetic: words per group (default 50)",
-            },
-            ParamSpec {
-                name: "sentence_words",
-                kind: "integer",
-                help: "synthetic: words per sentence (default 20)",
-            },
-            ParamSpec {
-                name: "words",
-                kind: "integer",
-                help: "synthetic: corpus length in words (default 200000)",
-            },
-        ]
+    fn check(&self, point: &Word2vecPoint, _variants: &[String]) -> Vec<PointIssue> {
+        let mut issues = Vec::new();
+        for (key, value) in [
+            ("negative", point.negative),
+            ("ranks", point.ranks),
+            ("sync_words", point.sync_words as usize),
+            ("rare_every", point.rare_every),
+        ] {
+            positive(&mut issues, key, value);
+        }
+        if let Some(n) = point.max_tokens {
+            positive(&mut issues, "max_tokens", n as usize);
+        }
+        if let Some(n) = point.max_vocab {
+            positive(&mut issues, "max_vocab", n);
+        }
+        // The crate's own validation, so each rule is written once (dim, window, negative,
+        // sample, alpha, epochs).
+        if let Err(e) = point.train_params(0, 1).validate() {
+            let key = train_key(&e);
+            issues.push(PointIssue::new(
+                &[key],
+                format!("`{key}`: {e}"),
+                format!("change `{key}`"),
+            ));
+        }
+        if let Err((key, why)) = planted_shape(
+            point.groups,
+            point.group_words,
+            point.sentence_words,
+            point.words,
+        ) {
+            issues.push(PointIssue::new(
+                &[key],
+                why,
+                format!("change `{key}` (the planted corpus's shape)"),
+            ));
+        }
+        issues
     }
 
     fn datasets(&self) -> Vec<(&'static str, &'static str)> {
@@ -276,28 +326,30 @@ impl Family for Word2vecFamily {
         ]
     }
 
-    fn prepare(&self, point: &Params, dataset: Option<&Path>, seed: u64) -> Result<PreparedInput> {
-        let evaluate = get_bool(point, "evaluate", true)?;
+    fn prepare(
+        &self,
+        point: &Word2vecPoint,
+        dataset: Option<&Path>,
+        seed: u64,
+    ) -> Result<PreparedInput> {
         let input = match dataset {
             None => {
-                let groups = get_usize(point, "groups", 10)?;
-                let group_words = get_usize(point, "group_words", 50)?;
                 let corpus = planted_corpus(
-                    groups,
-                    group_words,
-                    get_usize(point, "sentence_words", 20)?,
-                    get_usize(point, "words", 200_000)?,
+                    point.groups,
+                    point.group_words,
+                    point.sentence_words,
+                    point.words,
                     seed,
                 )?;
                 W2vInput {
                     corpus,
                     suite: None,
-                    planted_group_words: Some(group_words),
+                    planted_group_words: Some(point.group_words),
                     data_seed: seed,
                 }
             }
             Some(path) => {
-                let corpus = Corpus::read(path, &corpus_options(point)?)
+                let corpus = Corpus::read(path, &point.corpus_options())
                     .with_context(|| format!("reading the corpus {}", path.display()))?;
                 let dir = path.parent().unwrap_or(Path::new("."));
                 let has_suite = [
@@ -307,7 +359,7 @@ impl Family for Word2vecFamily {
                 ]
                 .iter()
                 .all(|f| dir.join(f).is_file());
-                let suite = if evaluate && has_suite {
+                let suite = if point.evaluate && has_suite {
                     Some(EvalSuite::load(dir).with_context(|| {
                         format!("reading the evaluation sets in {}", dir.display())
                     })?)
@@ -332,7 +384,7 @@ impl Family for Word2vecFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &Word2vecPoint,
         threads: usize,
     ) -> Result<Measurement> {
         self.measure(variant, input, point, threads, &Backend::Local)?
@@ -340,15 +392,15 @@ impl Family for Word2vecFamily {
     }
 
     /// `distributed` runs one rank per process.
-    fn processes(&self, point: &Params, _threads: usize) -> Result<usize> {
-        get_usize(point, "ranks", 1)
+    fn processes(&self, point: &Word2vecPoint, _threads: usize) -> Result<usize> {
+        Ok(point.ranks)
     }
 
     fn run_on_ranks(
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &Word2vecPoint,
         threads: usize,
         backend: &Backend,
     ) -> Result<Option<Measurement>> {
@@ -359,33 +411,23 @@ impl Family for Word2vecFamily {
     }
 }
 
-/// The exchange schedule of a point.
-fn sync_options(point: &Params) -> Result<SyncOptions> {
-    Ok(SyncOptions {
-        sync_words: get_usize(point, "sync_words", 1_000_000)? as u64,
-        hot_words: get_usize(point, "hot_words", 10_000)?,
-        rare_every: get_usize(point, "rare_every", 4)?,
-        scale_alpha: get_bool(point, "scale_alpha", true)?,
-    })
-}
-
 /// `distributed` on the processes of an MPI job: this rank's model and the whole job's
 /// counters, and (words sent by the busiest rank, exchanges, rows exchanged, exchange seconds).
 fn train_across_processes(
     comm: &dyn Communicator,
     input: &W2vInput,
-    point: &Params,
+    point: &Word2vecPoint,
     params: &TrainParams,
 ) -> Result<(TrainOutput, (u64, usize, u64, f64))> {
-    let ranks = get_usize(point, "ranks", 1)?;
+    let ranks = point.ranks;
     if ranks != comm.size() {
         bail!(
             "the point asks for {ranks} ranks, the MPI job has {} processes",
             comm.size()
         );
     }
-    let inner = get_str(point, "inner", "gemm")?;
-    let sync = sync_options(point)?;
+    let inner = point.inner.name();
+    let sync = point.sync_options();
     // The world's counters run over every run of this process; this run's are the difference.
     let before = comm.stats().total().words_sent;
     comm.barrier()?;
@@ -412,14 +454,15 @@ impl Word2vecFamily {
         &self,
         variant: &str,
         input: &PreparedInput,
-        point: &Params,
+        point: &Word2vecPoint,
         threads: usize,
         backend: &Backend,
     ) -> Result<Option<Measurement>> {
         let input = input
             .downcast_ref::<W2vInput>()
             .ok_or_else(|| anyhow!("internal: the prepared input is not a word2vec corpus"))?;
-        let params = train_params(point, input.data_seed, threads)?;
+        let params = point.train_params(input.data_seed, threads);
+        params.validate()?;
         let (out, exchange) = if let Some(comm) = backend.communicator() {
             let (out, info) = train_across_processes(comm, input, point, &params)?;
             if !backend.is_root() {
@@ -428,9 +471,9 @@ impl Word2vecFamily {
             (out, Some(info))
         } else if variant == DISTRIBUTED {
             let d = word2vec::Distributed {
-                inner: get_str(point, "inner", "gemm")?.to_string(),
-                ranks: get_usize(point, "ranks", 1)?,
-                sync: sync_options(point)?,
+                inner: point.inner.name().to_string(),
+                ranks: point.ranks,
+                sync: point.sync_options(),
             };
             let mut ranks = d.train_ranks(&input.corpus, &params, &mut |_| Control::Continue)?;
             let words: u64 = ranks
@@ -462,7 +505,7 @@ impl Word2vecFamily {
             m.metrics.insert("rows_exchanged".to_string(), rows as f64);
             m.phases_s.insert("exchange".to_string(), seconds);
         }
-        if get_bool(point, "evaluate", true)? {
+        if point.evaluate {
             let t = Instant::now();
             let quality = quality_metrics(input, &out.model);
             m.phases_s
@@ -566,7 +609,8 @@ pub fn measurement(corpus: &Corpus, params: &TrainParams, out: &TrainOutput) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Value;
+    use crate::families::params::PointParams;
+    use crate::model::{Family, Params, Value};
 
     #[test]
     fn planted_corpus_keeps_each_sentence_in_one_group() {
@@ -584,24 +628,167 @@ mod tests {
         assert!(planted_corpus(1, 4, 5, 60, 1).is_err());
     }
 
+    fn issue_keys(p: &Word2vecPoint) -> Vec<Vec<&'static str>> {
+        Word2vecFamily
+            .check(p, &["gemm".to_string()])
+            .into_iter()
+            .map(|i| i.keys)
+            .collect()
+    }
+
     #[test]
     fn bad_parameters_are_errors() {
-        let mut point = Params::new();
-        point.insert("dim".into(), Value::Int(0));
-        assert!(train_params(&point, 1, 1).is_err());
-        let mut point = Params::new();
-        point.insert("sample".into(), Value::Str("x".into()));
-        assert!(train_params(&point, 1, 1).is_err());
-        let mut point = Params::new();
-        point.insert("max_tokens".into(), Value::Int(0));
-        assert!(corpus_options(&point).is_err());
+        let family: &dyn Family = &Word2vecFamily;
+        assert!(issue_keys(&Word2vecPoint::default()).is_empty());
+        let p = Word2vecPoint {
+            dim: 0,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["dim"]]);
+        let issues = Word2vecFamily.check(&p, &[]);
+        assert!(issues[0].message.contains("dimension"), "{}", issues[0]);
+        assert!(family
+            .check_value("sample", &Value::Str("x".into()))
+            .unwrap()
+            .is_err());
+        for (p, key) in [
+            (
+                Word2vecPoint {
+                    max_tokens: Some(0),
+                    ..Default::default()
+                },
+                "max_tokens",
+            ),
+            (
+                Word2vecPoint {
+                    max_vocab: Some(0),
+                    ..Default::default()
+                },
+                "max_vocab",
+            ),
+            (
+                Word2vecPoint {
+                    window: 0,
+                    ..Default::default()
+                },
+                "window",
+            ),
+            (
+                Word2vecPoint {
+                    epochs: 0,
+                    ..Default::default()
+                },
+                "epochs",
+            ),
+            (
+                Word2vecPoint {
+                    sample: -1e-4,
+                    ..Default::default()
+                },
+                "sample",
+            ),
+            (
+                Word2vecPoint {
+                    alpha: 0.0,
+                    ..Default::default()
+                },
+                "alpha",
+            ),
+            (
+                Word2vecPoint {
+                    ranks: 0,
+                    ..Default::default()
+                },
+                "ranks",
+            ),
+            (
+                Word2vecPoint {
+                    sync_words: 0,
+                    ..Default::default()
+                },
+                "sync_words",
+            ),
+            (
+                Word2vecPoint {
+                    rare_every: 0,
+                    ..Default::default()
+                },
+                "rare_every",
+            ),
+            (
+                Word2vecPoint {
+                    groups: 1,
+                    ..Default::default()
+                },
+                "groups",
+            ),
+            (
+                Word2vecPoint {
+                    words: 10,
+                    ..Default::default()
+                },
+                "words",
+            ),
+        ] {
+            assert_eq!(issue_keys(&p), vec![vec![key]], "{key}");
+        }
+        let p = Word2vecPoint {
+            negative: 0,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p)[0], vec!["negative"]);
+        let p = Word2vecPoint {
+            negative: 1000,
+            ..Default::default()
+        };
+        assert_eq!(issue_keys(&p), vec![vec!["negative"]]);
+    }
+
+    #[test]
+    fn a_typo_in_inner_is_refused_with_the_valid_names() {
+        let family: &dyn Family = &Word2vecFamily;
+        let typo = Value::Str("gem".into());
+        let err = family.check_value("inner", &typo).unwrap().unwrap_err();
+        assert!(
+            err.contains("word2vec variant") && err.contains("`gem`"),
+            "{err}"
+        );
+        let specs = family.params();
+        let inner = specs.iter().find(|s| s.name == "inner").unwrap();
+        assert_eq!(inner.choices, Some(word2vec::variant_names()));
+        assert_eq!(inner.default, "gemm");
+        let params: Params = [("inner".to_string(), typo)].into();
+        let err = Word2vecPoint::from_params(&params).unwrap_err();
+        assert!(err.contains("valid: hogwild, gemm, full"), "{err}");
+        assert!(InnerVariant::all().contains(&InnerVariant::DEFAULT));
     }
 
     #[test]
     fn the_seed_parameter_offsets_the_data_seed() {
-        let mut point = Params::new();
-        point.insert("seed".into(), Value::Int(3));
-        assert_eq!(train_params(&point, 10, 2).unwrap().seed, 13);
-        assert_eq!(train_params(&Params::new(), 10, 2).unwrap().epochs, 1);
+        let point = Word2vecPoint {
+            seed: 3,
+            ..Default::default()
+        };
+        assert_eq!(point.train_params(10, 2).seed, 13);
+        let defaults = Word2vecPoint::default().train_params(10, 2);
+        assert_eq!(defaults.epochs, 1);
+        assert_eq!(
+            defaults,
+            TrainParams {
+                epochs: 1,
+                threads: 2,
+                seed: 10,
+                report_interval_seconds: 3600.0,
+                ..TrainParams::default()
+            }
+        );
+        assert_eq!(
+            Word2vecPoint::default().sync_options(),
+            SyncOptions::default()
+        );
+        assert_eq!(
+            Word2vecPoint::default().corpus_options(),
+            CorpusOptions::default()
+        );
     }
 }

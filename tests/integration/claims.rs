@@ -1,10 +1,11 @@
 //! Claims on hand-made rows with known medians, and on rows produced by the mock family.
 
 use parbench::claims::{self, column, evaluate, ClaimOutcome};
-use parbench::config::ClaimConfig;
+use parbench::config::{self, ClaimConfig, EquivalenceConfig, ExperimentConfig};
 use parbench::model::{Params, ResultRow, Value};
 use parbench::plan;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 fn params(pairs: &[(&str, i64)]) -> Params {
     pairs
@@ -52,8 +53,29 @@ fn ratio(at_least: f64, at: &[(&str, &str)]) -> ClaimConfig {
     }
 }
 
+/// An experiment running every variant these tests use, with `claims` and an equivalence
+/// section whose reference is `slow` (when `rel_tol` is given).
+fn experiment(claims: Vec<ClaimConfig>, rel_tol: Option<f64>) -> ExperimentConfig {
+    let text = "name: t\npaper: none\nreproduces: test\nfamily: mock\ndata: {source: synthetic}\nvariants: [slow, fast, original, batched, linear, quadratic, v, par]\n";
+    let mut cfg = config::parse_str(text, Path::new("t.yaml")).unwrap();
+    cfg.claims = claims;
+    cfg.equivalence = rel_tol.map(|rel_tol| EquivalenceConfig {
+        reference: "slow".to_string(),
+        rel_tol,
+    });
+    cfg
+}
+
 fn one(claim: ClaimConfig, rows: &[ResultRow]) -> ClaimOutcome {
-    let mut outcomes = evaluate(&[claim], rows);
+    one_with_tolerance(claim, rows, None)
+}
+
+fn one_with_tolerance(
+    claim: ClaimConfig,
+    rows: &[ResultRow],
+    rel_tol: Option<f64>,
+) -> ClaimOutcome {
+    let mut outcomes = evaluate(&experiment(vec![claim], rel_tol), rows);
     assert_eq!(outcomes.len(), 1);
     outcomes.remove(0)
 }
@@ -260,10 +282,10 @@ fn share_of_a_phase() {
     assert_eq!(column(&rows[0], "phase_compute_s"), Some(0.8));
 }
 
-fn equivalence_claim(max_rel_error: f64) -> ClaimConfig {
+fn equivalence_claim() -> ClaimConfig {
     ClaimConfig::Equivalence {
         name: "same-answers".to_string(),
-        max_rel_error,
+        max_rel_error: None,
     }
 }
 
@@ -275,13 +297,14 @@ fn equivalence_takes_the_worst_error() {
         r.equiv_rel_error = Some(err);
         rows.push(r);
     }
+    // The tolerance is the experiment's `equivalence.rel_tol`.
     assert_outcome(
-        &one(equivalence_claim(1e-9), &rows),
+        &one_with_tolerance(equivalence_claim(), &rows, Some(1e-9)),
         true,
         &["fast: max rel error 3.000e-10"],
     );
     assert_outcome(
-        &one(equivalence_claim(1e-10), &rows),
+        &one_with_tolerance(equivalence_claim(), &rows, Some(1e-10)),
         false,
         &["3.000e-10", "required <= 0.0000000001"],
     );
@@ -327,7 +350,7 @@ fn claims_without_matching_rows_fail_and_say_so() {
     assert_outcome(
         &one(slope_claim(&["fast"]), &rows),
         false,
-        &["fast: needs points"],
+        &["fast: no rows of `fast` at the only point"],
     );
     assert_outcome(
         &one(share_claim(0.1), &rows),
@@ -335,11 +358,15 @@ fn claims_without_matching_rows_fail_and_say_so() {
         &["no rows of `fast` with phase `compute`"],
     );
     assert_outcome(
-        &one(equivalence_claim(1.0), &rows),
+        &one_with_tolerance(equivalence_claim(), &rows, Some(1.0)),
         false,
         &["no rows carry an equivalence error"],
     );
-    assert_outcome(&one(equivalence_claim(1.0), &[]), false, &["no rows"]);
+    assert_outcome(
+        &one_with_tolerance(equivalence_claim(), &[], Some(1.0)),
+        false,
+        &["no rows"],
+    );
 }
 
 #[test]
@@ -400,7 +427,6 @@ claims:
     at_most: 0.81
   - name: all-equivalent
     kind: equivalence
-    max_rel_error: 1e-9
 ";
 
 /// Runs the plan through the mock family the way the runner does (prepare per point, every
@@ -413,14 +439,15 @@ fn mock_rows(plan: &plan::Plan) -> Vec<ResultRow> {
         .map(|e| e.reference.clone());
     let mut rows = Vec::new();
     for (index, point) in plan.points.iter().enumerate() {
-        let input = plan.family.prepare(point, None, 1).unwrap();
+        let typed = &plan.typed[index];
+        let input = plan.family.prepare(typed, None, 1).unwrap();
         let threads = plan::threads_of(point);
         let reference_output = reference
             .as_ref()
-            .map(|r| plan.family.run(r, &input, point, threads).unwrap().output);
+            .map(|r| plan.family.run(r, &input, typed, threads).unwrap().output);
         for variant in &plan.config.variants {
             for repetition in 0..plan.config.repetitions {
-                let m = plan.family.run(variant, &input, point, threads).unwrap();
+                let m = plan.family.run(variant, &input, typed, threads).unwrap();
                 let equiv_rel_error = match (&reference, &reference_output) {
                     (Some(r), Some(out)) if r != variant => Some(
                         m.output
@@ -459,7 +486,7 @@ fn mock_family_through_claims() {
     let rows = mock_rows(&plan);
     assert_eq!(rows.len(), 12 * 3 * 3);
 
-    let outcomes = evaluate(&plan.config.claims, &rows);
+    let outcomes = evaluate(&plan.config, &rows);
     let by_name: BTreeMap<&str, &ClaimOutcome> =
         outcomes.iter().map(|o| (o.name.as_str(), o)).collect();
     assert_outcome(
@@ -483,7 +510,7 @@ fn mock_family_through_claims() {
 
     // Without `wrong`, the same claims all pass.
     let without_wrong: Vec<ResultRow> = rows.into_iter().filter(|r| r.variant != "wrong").collect();
-    assert!(evaluate(&plan.config.claims, &without_wrong)
+    assert!(evaluate(&plan.config, &without_wrong)
         .iter()
         .all(|o| o.passed));
 }
@@ -502,4 +529,404 @@ fn share_is_of_wall_time_when_phases_nest() {
     r.phases_s.insert("compute_inner".to_string(), 0.85);
     r.phases_s.insert("setup".to_string(), 0.1);
     assert_outcome(&one(share_claim(0.85), &[r]), true, &["= 0.900"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Holes that let a claim pass without evidence, and the plan errors that close them.
+// ---------------------------------------------------------------------------------------------
+
+/// A mock experiment over `sweep` (YAML flow mapping) with `claims` (YAML list items, indented
+/// by two spaces) and `extra` top-level lines.
+fn mock_yaml(sweep: &str, claims: &str, extra: &str) -> String {
+    format!(
+        "name: holes\npaper: none\nreproduces: test\nfamily: mock\ndata: {{source: synthetic, seed: 1}}\nvariants: [slow, fast]\nsweep: {sweep}\nrepetitions: 1\nequivalence: {{reference: slow, rel_tol: 1e-9}}\n{extra}claims:\n{claims}"
+    )
+}
+
+fn build(text: &str, quick: bool) -> Result<plan::Plan, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("holes.yaml");
+    std::fs::write(&path, text).unwrap();
+    plan::build(&path, quick, None).map_err(|e| e.to_string())
+}
+
+fn plan_error(text: &str, quick: bool, expected: &[&str]) -> String {
+    let err = match build(text, quick) {
+        Ok(_) => panic!("expected a plan error, the plan built:\n{text}"),
+        Err(e) => e,
+    };
+    for e in expected {
+        assert!(err.contains(e), "expected {e:?} in:\n{err}");
+    }
+    err
+}
+
+/// The 1-based line of the first line of `text` containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+const GRID: &str = "{threads: [1, 2], size: [1000, 2000]}";
+
+#[test]
+fn scaling_from_and_to_on_the_same_value_is_a_plan_error() {
+    // Both literal and equal.
+    let text = mock_yaml(
+        GRID,
+        "  - name: s\n    kind: scaling\n    variant: fast\n    from: 2\n    to: 2\n    at_least: 1\n",
+        "",
+    );
+    let err = plan_error(
+        &text,
+        false,
+        &["claim `s`: `from` and `to` are both threads=2"],
+    );
+    assert!(
+        err.contains(&format!(":{}:", line_of(&text, "to: 2"))),
+        "{err}"
+    );
+    // min and max over a sweep of one value.
+    let claim = "  - name: s\n    kind: scaling\n    variant: fast\n    from: min\n    to: max\n    at_least: 1\n";
+    let one_value = mock_yaml("{threads: [2], size: [1000, 2000]}", claim, "");
+    plan_error(
+        &one_value,
+        false,
+        &[
+            "`from` and `to` both resolve to threads=2",
+            "compares a point with itself",
+        ],
+    );
+    // `at` fixing the scaled parameter leaves one value too.
+    let fixed = mock_yaml(GRID, &format!("{claim}    at: {{threads: 1}}\n"), "");
+    plan_error(&fixed, false, &["both resolve to threads=1"]);
+    // The same claim over two values is fine.
+    assert!(build(&mock_yaml(GRID, claim, ""), false).is_ok());
+    // A quick run that sweeps one value makes it vacuous there: refused on the quick build too.
+    let quick = mock_yaml(GRID, claim, "quick: {sweep: {threads: [1]}}\n");
+    assert!(build(&quick, false).is_ok());
+    plan_error(
+        &quick,
+        true,
+        &["both resolve to threads=1 on the quick grid"],
+    );
+}
+
+#[test]
+fn quick_claims_are_checked_against_the_quick_grid_on_a_full_build() {
+    let text = mock_yaml(
+        GRID,
+        "  - {name: full, kind: ratio, numerator: slow, denominator: fast, at_least: 1}\n",
+        "quick:\n  sweep: {threads: [2]}\n  claims:\n    - name: q\n      kind: scaling\n      variant: fast\n      from: min\n      to: max\n      at_least: 1\n",
+    );
+    let err = plan_error(&text, false, &["claim `q`", "on the quick grid"]);
+    assert!(
+        err.contains(&format!(":{}:", line_of(&text, "      to: max"))),
+        "{err}"
+    );
+}
+
+#[test]
+fn scaling_from_equal_to_fails_at_evaluation_too() {
+    // Stored rows from before the plan refused it: a ratio of 1 is not evidence.
+    let rows = reps(0, &[("size", 5), ("threads", 2)], "par", 3.0);
+    let claim = ClaimConfig::Scaling {
+        name: "speedup".to_string(),
+        variant: "par".to_string(),
+        column: "wall_time_s".to_string(),
+        param: "threads".to_string(),
+        from: Value::Str("min".to_string()),
+        to: Value::Str("max".to_string()),
+        at_least: 1.0,
+        at: BTreeMap::new(),
+    };
+    assert_outcome(
+        &one(claim, &rows),
+        false,
+        &["are the same point (threads=2)"],
+    );
+}
+
+#[test]
+fn a_self_ratio_or_self_difference_is_a_plan_error() {
+    let text = mock_yaml(
+        GRID,
+        "  - name: r\n    kind: ratio\n    numerator: fast\n    denominator: fast\n    at_least: 1\n",
+        "",
+    );
+    let err = plan_error(
+        &text,
+        false,
+        &[
+            "claim `r`: numerator and denominator are both `fast`",
+            "kind: bound",
+        ],
+    );
+    assert!(
+        err.contains(&format!(":{}:", line_of(&text, "denominator: fast"))),
+        "{err}"
+    );
+    let text = mock_yaml(
+        GRID,
+        "  - {name: d, kind: difference, column: wall_time_s, minuend: slow, subtrahend: slow, at_most: 0}\n",
+        "",
+    );
+    plan_error(&text, false, &["minuend and subtrahend are both `slow`"]);
+}
+
+#[test]
+fn a_missing_point_fails_a_ratio_instead_of_being_skipped() {
+    // `fast` ran at size 10 only: the claim cannot say anything about size 100.
+    let mut rows = reps(0, &[("size", 10)], "slow", 100.0);
+    rows.extend(reps(1, &[("size", 100)], "slow", 100.0));
+    rows.extend(reps(0, &[("size", 10)], "fast", 1.0));
+    assert_outcome(
+        &one(ratio(50.0, &[]), &rows),
+        false,
+        &[
+            "slow/fast: no rows of `fast` at size=100",
+            "1 of 2 points fail",
+        ],
+    );
+}
+
+#[test]
+fn a_missing_column_fails_a_ratio_and_names_the_column() {
+    let metric_ratio = ClaimConfig::Ratio {
+        name: "m".to_string(),
+        column: "metric_m".to_string(),
+        numerator: "slow".to_string(),
+        denominator: "fast".to_string(),
+        at_least: Some(1.0),
+        at_most: None,
+        at: BTreeMap::new(),
+    };
+    let mut rows = Vec::new();
+    for (point, size) in [(0, 10), (1, 100)] {
+        for variant in ["slow", "fast"] {
+            let mut r = row(point, &[("size", size)], variant, 0, 1.0);
+            // `fast` stopped reporting the metric at size 100.
+            if variant == "slow" || size == 10 {
+                r.metrics.insert("m".to_string(), 2.0);
+            }
+            rows.push(r);
+        }
+    }
+    assert_outcome(
+        &one(metric_ratio, &rows),
+        false,
+        &[
+            "`fast` reports no `metric_m` (1 rows) at size=100",
+            "1 of 2 points fail",
+        ],
+    );
+}
+
+#[test]
+fn a_missing_point_fails_slope_scaling_share_and_equivalence() {
+    // Slope: `linear` lacks size 16; the fit over the rest would pass.
+    let mut rows = Vec::new();
+    for (point, size) in [1, 2, 4, 8, 16].into_iter().enumerate() {
+        rows.extend(reps(
+            point,
+            &[("size", size)],
+            "quadratic",
+            1.0 * (size * size) as f64,
+        ));
+        if size != 16 {
+            rows.extend(reps(point, &[("size", size)], "linear", size as f64));
+        }
+    }
+    assert_outcome(
+        &one(slope_claim(&["linear"]), &rows),
+        false,
+        &["linear: no rows of `linear` at size=16"],
+    );
+    // Scaling: `par` did not run at threads=2 for size 6 (another variant did).
+    let mut rows = Vec::new();
+    for (point, (size, threads)) in [(5, 1), (5, 2), (6, 1), (6, 2)].into_iter().enumerate() {
+        let p = [("size", size), ("threads", threads)];
+        rows.extend(reps(point, &p, "slow", 10.0));
+        if (size, threads) != (6, 2) {
+            rows.extend(reps(point, &p, "par", 10.0 / threads as f64));
+        }
+    }
+    let scaling = ClaimConfig::Scaling {
+        name: "speedup".to_string(),
+        variant: "par".to_string(),
+        column: "wall_time_s".to_string(),
+        param: "threads".to_string(),
+        from: Value::Str("min".to_string()),
+        to: Value::Str("max".to_string()),
+        at_least: 1.5,
+        at: BTreeMap::new(),
+    };
+    assert_outcome(
+        &one(scaling, &rows),
+        false,
+        &[
+            "par: no rows of `par` at threads=2 at size=6",
+            "1 of 2 points fail",
+        ],
+    );
+    // Share: the phase is missing at one point.
+    let mut rows = Vec::new();
+    for (point, size) in [(0, 1), (1, 2)] {
+        let mut r = row(point, &[("size", size)], "fast", 0, 1.0);
+        if size == 1 {
+            r.phases_s.insert("compute".to_string(), 0.9);
+        }
+        rows.push(r);
+    }
+    assert_outcome(
+        &one(share_claim(0.5), &rows),
+        false,
+        &["no rows of `fast` with phase `compute` and a positive wall time at size=2"],
+    );
+    // Equivalence: `fast` was never compared at size 2.
+    let mut rows = Vec::new();
+    for (point, size) in [(0, 1), (1, 2)] {
+        rows.push(row(point, &[("size", size)], "slow", 0, 1.0));
+        let mut r = row(point, &[("size", size)], "fast", 0, 1.0);
+        if size == 1 {
+            r.equiv_rel_error = Some(0.0);
+        }
+        rows.push(r);
+    }
+    assert_outcome(
+        &one_with_tolerance(equivalence_claim(), &rows, Some(1e-9)),
+        false,
+        &["`fast` has no equivalence error at size=2"],
+    );
+}
+
+#[test]
+fn the_equivalence_tolerance_is_rel_tol() {
+    // Omitted, the claim takes `rel_tol` (the mock experiment above relies on it too).
+    let ok = mock_yaml(GRID, "  - {name: e, kind: equivalence}\n", "");
+    let plan = build(&ok, false).unwrap();
+    let resolved = resolved_claims(&plan);
+    assert_eq!(
+        resolved[0].check,
+        claims::Check::Equivalence {
+            max_rel_error: 1e-9,
+            reference: Some("slow".to_string()),
+        }
+    );
+    // Restating it is accepted; a second, different tolerance is not.
+    let same = mock_yaml(
+        GRID,
+        "  - {name: e, kind: equivalence, max_rel_error: 1e-9}\n",
+        "",
+    );
+    assert!(build(&same, false).is_ok());
+    let other = mock_yaml(
+        GRID,
+        "  - {name: e, kind: equivalence, max_rel_error: 1e-6}\n",
+        "",
+    );
+    plan_error(
+        &other,
+        false,
+        &["max_rel_error 0.000001 differs from `equivalence.rel_tol` 0.000000001"],
+    );
+    // Without an equivalence section there is no tolerance at all.
+    let none = ok.replace("equivalence: {reference: slow, rel_tol: 1e-9}\n", "");
+    plan_error(&none, false, &["has no `equivalence:` section"]);
+}
+
+/// The plan's claims in their typed form.
+fn resolved_claims(plan: &plan::Plan) -> Vec<claims::ResolvedClaim> {
+    let variants: Vec<&str> = plan.config.variants.iter().map(String::as_str).collect();
+    let scope = claims::Scope::of_run(&plan.config, &variants);
+    claims::resolve(&plan.config.claims, &scope).unwrap()
+}
+
+#[test]
+fn a_bound_claim_compares_a_column_with_a_constant() {
+    let claim = |at_least: f64, at_most: f64| ClaimConfig::Bound {
+        name: "exact".to_string(),
+        variant: "fast".to_string(),
+        column: "metric_model_exact".to_string(),
+        at_least: Some(at_least),
+        at_most: Some(at_most),
+        at: BTreeMap::new(),
+    };
+    let mut rows = Vec::new();
+    for (point, size) in [(0, 10), (1, 100)] {
+        for rep in 0..3 {
+            let mut r = row(point, &[("size", size)], "fast", rep, 1.0);
+            // One odd repetition at size 100; the median ignores it.
+            let exact = if size == 100 && rep == 2 { 0.0 } else { 1.0 };
+            r.metrics.insert("model_exact".to_string(), exact);
+            rows.push(r);
+        }
+    }
+    assert_outcome(
+        &one(claim(1.0, 1.0), &rows),
+        true,
+        &[
+            "fast: metric_model_exact = 1.000",
+            "required >= 1 and <= 1",
+            "all pass",
+        ],
+    );
+    assert_outcome(&one(claim(1.5, 2.0), &rows), false, &["2 of 2 points fail"]);
+    // Validated like the others.
+    let text = mock_yaml(
+        GRID,
+        "  - {name: b, kind: bound, variant: quick, column: metric_size, at_least: 1}\n  - {name: c, kind: bound, variant: fast, column: metric_size}\n",
+        "",
+    );
+    plan_error(
+        &text,
+        false,
+        &[
+            "claim `b`: variant `quick` is not among the variants run",
+            "claim `c` sets no bound",
+        ],
+    );
+    let ok = mock_yaml(
+        GRID,
+        "  - {name: b, kind: bound, variant: fast, column: metric_size, at_least: 1000, at_most: 2000}\n",
+        "",
+    );
+    assert!(build(&ok, false).is_ok());
+}
+
+#[test]
+fn resolve_reports_each_problem_with_its_claim_and_key() {
+    let claims_list = vec![
+        ratio(1.0, &[]),
+        ClaimConfig::Ratio {
+            name: "slow-over-fast".to_string(),
+            column: "nonsense".to_string(),
+            numerator: "slow".to_string(),
+            denominator: "slow".to_string(),
+            at_least: Some(2.0),
+            at_most: Some(1.0),
+            at: BTreeMap::new(),
+        },
+    ];
+    let variants = ["slow", "fast"];
+    let scope = claims::Scope {
+        variants: &variants,
+        params: Some(&["threads", "size"]),
+        equivalence: None,
+        grid: None,
+    };
+    let problems = claims::resolve(&claims_list, &scope).unwrap_err();
+    let found: Vec<(usize, Vec<&str>)> = problems
+        .iter()
+        .map(|p| (p.claim, p.path.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (1, vec!["name"]),
+            (1, vec!["denominator"]),
+            (1, vec!["column"]),
+            (1, vec!["at_least"]),
+        ],
+        "{problems:#?}"
+    );
 }

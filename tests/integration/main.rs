@@ -2,13 +2,17 @@
 //! otherwise link its own copy of polars and plotters (hundreds of MB apiece in a debug build).
 
 mod claims;
+mod cli_snapshots;
 mod config_errors;
 mod fusedmm_apps;
 mod fusedmm_cli;
+mod kill_resume;
 mod lda_cli;
 mod pipeline;
+mod plan_errors;
 mod plot;
 mod results_io;
+mod stored_runs;
 mod support;
 mod w2v_cli;
 mod wmd_cli;

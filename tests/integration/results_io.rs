@@ -172,5 +172,6 @@ fn write_atomic_replaces_content() {
     write_atomic(&path, b"first").unwrap();
     write_atomic(&path, b"second").unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "second");
-    assert!(!dir.path().join("summary.txt.tmp").exists());
+    // Nothing but the file itself: no temporary sibling left behind.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }

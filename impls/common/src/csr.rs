@@ -8,20 +8,61 @@ use thiserror::Error;
 /// Why a set of arrays is not a valid CSR matrix.
 #[derive(Debug, Error, PartialEq)]
 pub enum CsrError {
+    /// The row pointer array does not have `nrows + 1` entries (also: a triplet's row is out of
+    /// range).
     #[error("row pointer array has length {got}, expected nrows + 1 = {expected}")]
-    IndptrLength { got: usize, expected: usize },
+    IndptrLength {
+        /// Length given (for a triplet, its row + 1).
+        got: usize,
+        /// `nrows + 1`.
+        expected: usize,
+    },
+    /// The row pointers do not start at 0, decrease somewhere, or do not end at `nnz`.
     #[error("row pointers must start at 0, be non-decreasing and end at nnz = {nnz}; row {row} breaks this")]
-    IndptrOrder { row: usize, nnz: usize },
+    IndptrOrder {
+        /// First row whose pointers break the order (0 when the first or last pointer is wrong).
+        row: usize,
+        /// Number of stored entries, `indices.len()`.
+        nnz: usize,
+    },
+    /// `indices` and `values` differ in length.
     #[error("indices ({indices}) and values ({values}) have different lengths")]
-    LengthMismatch { indices: usize, values: usize },
+    LengthMismatch {
+        /// Length of `indices`.
+        indices: usize,
+        /// Length of `values`.
+        values: usize,
+    },
+    /// A column index is not below `ncols`.
     #[error("row {row} has column index {col}, but the matrix has {ncols} columns")]
-    ColumnOutOfRange { row: usize, col: u32, ncols: usize },
+    ColumnOutOfRange {
+        /// Row of the offending entry.
+        row: usize,
+        /// The out-of-range column index.
+        col: u32,
+        /// Number of columns of the matrix.
+        ncols: usize,
+    },
+    /// A row's columns are not strictly increasing (a duplicate or an unsorted entry).
     #[error(
         "row {row} has column {col} twice or out of order (columns must be strictly increasing)"
     )]
-    UnsortedRow { row: usize, col: u32 },
+    UnsortedRow {
+        /// The row.
+        row: usize,
+        /// The first column not greater than the one before it.
+        col: u32,
+    },
+    /// A stored value is NaN or infinite.
     #[error("entry ({row}, {col}) is not finite: {value}")]
-    NotFinite { row: usize, col: u32, value: f64 },
+    NotFinite {
+        /// Row of the entry.
+        row: usize,
+        /// Column of the entry.
+        col: u32,
+        /// The value itself.
+        value: f64,
+    },
 }
 
 /// A sparse matrix in CSR form with sorted, unique column indices in every row.
@@ -148,21 +189,28 @@ impl Csr {
         Csr::new(nrows, ncols, indptr, indices, values)
     }
 
+    /// Number of rows.
     pub fn nrows(&self) -> usize {
         self.nrows
     }
+    /// Number of columns (every column index is below it).
     pub fn ncols(&self) -> usize {
         self.ncols
     }
+    /// Number of stored entries (explicit zeros included).
     pub fn nnz(&self) -> usize {
         self.indices.len()
     }
+    /// Row pointers, `nrows + 1` of them: row `r` is `indptr[r]..indptr[r + 1]` of `indices` and
+    /// `values`.
     pub fn indptr(&self) -> &[usize] {
         &self.indptr
     }
+    /// Column index of every stored entry, row by row, strictly increasing within a row.
     pub fn indices(&self) -> &[u32] {
         &self.indices
     }
+    /// Value of every stored entry, aligned with [`Csr::indices`]; all finite.
     pub fn values(&self) -> &[f64] {
         &self.values
     }

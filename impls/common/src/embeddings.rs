@@ -24,63 +24,142 @@ use thiserror::Error;
 /// What can be wrong with an embeddings file or an embeddings table.
 #[derive(Debug, Error)]
 pub enum EmbeddingsError {
+    /// The file could not be opened or read.
     #[error("cannot read embeddings file {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The file could not be created or written.
     #[error("cannot write embeddings file {path}: {source}")]
-    Write { path: PathBuf, source: io::Error },
-    #[error("{path}: the file is empty (expected a header line \"<words> <dimension>\" or a first vector line)")]
-    Empty { path: PathBuf },
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The first line is blank, or the file has no lines at all.
+    #[error("{path}:1: the first line is empty (expected a header line \"<words> <dimension>\" or a first vector line)")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A line could not be read: the file (or its gzip stream) is damaged.
+    #[error("{path}:{line}: cannot read the line: {source}")]
+    ReadLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// A line is not valid UTF-8.
     #[error("{path}:{line}: the line is not valid UTF-8")]
-    NotUtf8 { path: PathBuf, line: usize },
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The first line looks like a header (two fields) but is not two positive integers.
     #[error("{path}:1: bad header {found:?}: expected \"<words> <dimension>\" with both positive integers")]
-    BadHeader { path: PathBuf, found: String },
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// The first line as read, trimmed.
+        found: String,
+    },
+    /// A vector line has a different number of components than the dimension.
     #[error("{path}:{line}: word {word:?} has {found} numbers, expected {dim} (the dimension {source_of_dim})")]
     WrongDimension {
+        /// The file.
         path: PathBuf,
+        /// 1-based line number.
         line: usize,
+        /// The word the line starts with.
         word: String,
+        /// Number of components on the line.
         found: usize,
+        /// The dimension every line must have.
         dim: usize,
+        /// Where `dim` came from, as a phrase for the message ("given by the header", "of the first
+        /// vector line").
         source_of_dim: &'static str,
     },
+    /// A component does not parse as a number.
     #[error(
         "{path}:{line}: component {component} of word {word:?} is {text:?}, expected a number"
     )]
     BadNumber {
+        /// The file.
         path: PathBuf,
+        /// 1-based line number.
         line: usize,
+        /// The word the line starts with.
         word: String,
+        /// 0-based index of the component within the vector.
         component: usize,
+        /// The component's text.
         text: String,
     },
+    /// A component parses but is NaN or infinite.
     #[error("{path}:{line}: component {component} of word {word:?} is not finite ({text})")]
     NotFinite {
+        /// The file.
         path: PathBuf,
+        /// 1-based line number.
         line: usize,
+        /// The word the line starts with.
         word: String,
+        /// 0-based index of the component within the vector.
         component: usize,
+        /// The component's text.
         text: String,
     },
-    #[error("{path}: the header promises {expected} words, but the file has {found} vector lines")]
+    /// The header's word count differs from the number of vector lines.
+    #[error(
+        "{path}:1: the header promises {expected} words, but the file has {found} vector lines"
+    )]
     CountMismatch {
+        /// The file.
         path: PathBuf,
+        /// Words the header announces.
         expected: usize,
+        /// Vector lines in the file.
         found: usize,
     },
+    /// A table's vector array is not `words x dim` long.
     #[error("embeddings table: {values} values for {words} words of dimension {dim}")]
     Shape {
+        /// Number of words.
         words: usize,
+        /// The dimension.
         dim: usize,
+        /// Length of the vector array.
         values: usize,
     },
+    /// A table lists the same word twice.
     #[error("embeddings table: word {word:?} appears twice (ids {first} and {second})")]
     DuplicateWord {
+        /// The word.
         word: String,
+        /// Row of its first occurrence.
         first: usize,
+        /// Row of its second occurrence.
         second: usize,
     },
+    /// A table's word cannot be written as one field of the text format.
     #[error("embeddings table: word {index} is {word:?}; words must be non-empty and contain no whitespace")]
-    BadWord { index: usize, word: String },
+    BadWord {
+        /// Row of the word.
+        index: usize,
+        /// The word (empty, or containing whitespace).
+        word: String,
+    },
+    /// A table was given dimension 0.
     #[error("embeddings table: dimension must be positive")]
     ZeroDimension,
 }
@@ -91,7 +170,9 @@ pub enum EmbeddingsError {
 /// `index` stays the inverse of `words`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Embeddings {
+    /// Word of each row; no duplicates, no whitespace.
     pub words: Vec<String>,
+    /// Components per vector (at least 1).
     pub dim: usize,
     /// Row-major `words.len() x dim`.
     pub vecs: Vec<f64>,
@@ -166,6 +247,7 @@ impl Embeddings {
         self.words.len()
     }
 
+    /// Whether the table has no words.
     pub fn is_empty(&self) -> bool {
         self.words.is_empty()
     }
@@ -225,7 +307,11 @@ pub fn read_word2vec_text_from<R: BufRead>(
         raw.clear();
         let n = reader
             .read_until(b'\n', raw)
-            .map_err(|source| EmbeddingsError::Io { path: p(), source })?;
+            .map_err(|source| EmbeddingsError::ReadLine {
+                path: p(),
+                line: *line_no + 1,
+                source,
+            })?;
         if n == 0 {
             return Ok(false);
         }
@@ -284,9 +370,11 @@ pub fn read_word2vec_text_from<R: BufRead>(
         });
     }
 
-    let capacity = expected_words.unwrap_or(1024).min(1 << 22);
+    // The header's count is the file's word, not a fact: reserve for a few thousand words at
+    // most (the vectors grow as the lines come), not for whatever it announces.
+    let capacity = expected_words.unwrap_or(1024).min(1 << 12);
     let mut words: Vec<String> = Vec::with_capacity(capacity);
-    let mut vecs: Vec<f64> = Vec::with_capacity(capacity.saturating_mul(dim).min(1 << 26));
+    let mut vecs: Vec<f64> = Vec::with_capacity(capacity.saturating_mul(dim).min(1 << 16));
     let mut index: HashMap<String, u32> = HashMap::with_capacity(capacity);
     let mut stats = ReadStats {
         had_header: header.is_some(),

@@ -9,6 +9,8 @@
 //! - [`comm`]: the MPI-shaped communicator distributed variants run on (in-process threads, or MPI
 //!   with the `mpi` feature), with exact word and message counts.
 
+#![warn(missing_docs)]
+
 pub mod comm;
 pub mod csr;
 pub mod embeddings;

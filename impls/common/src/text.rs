@@ -366,10 +366,12 @@ impl Vocab {
         self.counts.iter().sum()
     }
 
+    /// Number of words; ids run `0..len()`.
     pub fn len(&self) -> usize {
         self.words.len()
     }
 
+    /// Whether the vocabulary has no words.
     pub fn is_empty(&self) -> bool {
         self.words.is_empty()
     }

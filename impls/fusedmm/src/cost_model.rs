@@ -61,18 +61,27 @@ use crate::problem::Strategy;
 /// The sizes a prediction depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
+    /// Rows of `S` (and of `A`).
     pub m: usize,
+    /// Columns of `S` (rows of `B`).
     pub n: usize,
+    /// Columns of the dense matrices `A` and `B`.
     pub r: usize,
+    /// Nonzeros of `S`.
     pub nnz: usize,
+    /// Ranks.
     pub p: usize,
+    /// Replication factor.
     pub c: usize,
 }
 
 /// Words and messages one rank sends in one phase.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PhaseCost {
+    /// Words sent (an `f64` or a `u32` index each, as in [`crate::comm`]'s counting convention); an
+    /// average over ranks for the sparse terms.
     pub words: f64,
+    /// Messages sent.
     pub messages: f64,
 }
 
@@ -83,6 +92,7 @@ pub struct Cost {
 }
 
 impl Cost {
+    /// The predicted cost of one phase.
     pub fn phase(&self, phase: Phase) -> PhaseCost {
         self.phases[phase as usize]
     }
@@ -91,9 +101,11 @@ impl Cost {
         p.words += words;
         p.messages += messages;
     }
+    /// Words over all phases.
     pub fn total_words(&self) -> f64 {
         self.phases.iter().map(|p| p.words).sum()
     }
+    /// Messages over all phases.
     pub fn total_messages(&self) -> f64 {
         self.phases.iter().map(|p| p.messages).sum()
     }

@@ -39,9 +39,11 @@ impl Dense {
         Dense { rows, cols, data }
     }
 
+    /// Number of rows.
     pub fn rows(&self) -> usize {
         self.rows
     }
+    /// Number of columns.
     pub fn cols(&self) -> usize {
         self.cols
     }
@@ -49,18 +51,24 @@ impl Dense {
     pub fn data(&self) -> &[f64] {
         &self.data
     }
+    /// All entries, row-major, for writing.
     pub fn data_mut(&mut self) -> &mut [f64] {
         &mut self.data
     }
+    /// The row-major entries, without copying.
     pub fn into_vec(self) -> Vec<f64> {
         self.data
     }
+    /// Row `i` (`cols` values); panics when `i >= rows`.
     pub fn row(&self, i: usize) -> &[f64] {
         &self.data[i * self.cols..(i + 1) * self.cols]
     }
+    /// Row `i` for writing; panics when `i >= rows`.
     pub fn row_mut(&mut self, i: usize) -> &mut [f64] {
         &mut self.data[i * self.cols..(i + 1) * self.cols]
     }
+    /// Entry `(i, j)`. Only the flat index `i cols + j` is bounds-checked, so a `j >= cols` reads
+    /// the next row instead of panicking.
     pub fn get(&self, i: usize, j: usize) -> f64 {
         self.data[i * self.cols + j]
     }

@@ -4,9 +4,10 @@
 //! An algorithm runs on one rank at a time: [`DistAlgorithm::run_rank`] takes the rank's
 //! communicator and the global problem, takes its own blocks out of it (setup, no
 //! communication), runs the kernel and returns its piece of the output in global coordinates.
-//! Taking the blocks from the global problem keeps the contract the same for an MPI backend,
-//! where every process would read the input and keep its part. [`run_in_process`] runs all ranks
-//! as threads and assembles the pieces.
+//! Taking the blocks from the global problem keeps the contract the same for the MPI backend,
+//! where every process reads the input and keeps its part. [`run_in_process`] runs all ranks as
+//! threads and assembles the pieces; `run_mpi` (feature `mpi`) runs them as the processes of an
+//! MPI job and assembles the pieces on rank 0.
 //!
 //! Blocks: `x` items split into `parts` blocks give block `k` the items
 //! `floor(x k / parts) .. floor(x (k + 1) / parts)` ([`crate::comm::block_start`]), so uneven

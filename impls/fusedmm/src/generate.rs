@@ -20,16 +20,38 @@ use thiserror::Error;
 /// Why a generator cannot produce the requested matrix.
 #[derive(Debug, Error, PartialEq)]
 pub enum GenerateError {
+    /// Erdős-Rényi with more distinct nonzeros per row than columns.
     #[error(
         "{per_row} distinct nonzeros per row do not fit in {cols} columns; use at most {cols}"
     )]
-    TooManyPerRow { per_row: usize, cols: usize },
+    TooManyPerRow {
+        /// Nonzeros per row asked for.
+        per_row: usize,
+        /// Columns of the matrix.
+        cols: usize,
+    },
+    /// R-MAT quadrant probabilities that are negative or sum to more than 1 (`d = 1 - a - b - c`).
     #[error("R-MAT probabilities a={a}, b={b}, c={c} must be non-negative with a + b + c <= 1")]
-    BadProbabilities { a: f64, b: f64, c: f64 },
+    BadProbabilities {
+        /// Probability of the top-left quadrant.
+        a: f64,
+        /// Probability of the top-right quadrant.
+        b: f64,
+        /// Probability of the bottom-left quadrant.
+        c: f64,
+    },
+    /// R-MAT scale above 31 (the scale is carried).
     #[error("R-MAT scale {0} is too large: at most 31 (column indices are 32-bit)")]
     ScaleTooLarge(u32),
+    /// Dimensions beyond `u32` indices.
     #[error("dimensions {rows} x {cols} exceed 32-bit indices")]
-    TooLarge { rows: usize, cols: usize },
+    TooLarge {
+        /// Rows asked for.
+        rows: usize,
+        /// Columns asked for.
+        cols: usize,
+    },
+    /// The generated triplets did not form a valid CSR.
     #[error(transparent)]
     Csr(#[from] CsrError),
 }
@@ -87,9 +109,13 @@ pub struct RmatSpec {
     pub scale: u32,
     /// Edges drawn per vertex (before duplicates are merged).
     pub edge_factor: usize,
+    /// Probability of the top-left quadrant at every level.
     pub a: f64,
+    /// Probability of the top-right quadrant.
     pub b: f64,
+    /// Probability of the bottom-left quadrant; the bottom-right one gets `1 - a - b - c`.
     pub c: f64,
+    /// Seed: a spec and seed give the same matrix, bit for bit.
     pub seed: u64,
 }
 

@@ -31,10 +31,15 @@ const PARTS_PER_THREAD: usize = 4;
 /// output shares its input's pattern, so distributed code keeps one pattern and swaps values).
 #[derive(Clone, Copy, Debug)]
 pub struct CsrRef<'a> {
+    /// Rows.
     pub nrows: usize,
+    /// Columns; every index is below it.
     pub ncols: usize,
+    /// Row pointers (`nrows + 1`): row `i` is `indptr[i]..indptr[i + 1]` of `indices` and `values`.
     pub indptr: &'a [usize],
+    /// Column of every nonzero, sorted within a row.
     pub indices: &'a [u32],
+    /// Value of every nonzero, aligned with `indices`.
     pub values: &'a [f64],
 }
 
@@ -44,6 +49,7 @@ impl<'a> CsrRef<'a> {
         assert_eq!(values.len(), self.indices.len(), "values for a CSR pattern");
         CsrRef { values, ..self }
     }
+    /// Number of nonzeros.
     pub fn nnz(&self) -> usize {
         self.indices.len()
     }
@@ -126,6 +132,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// Every kernel, in the order the tables list them.
     pub const ALL: [Kernel; 5] = [
         Kernel::Sddmm,
         Kernel::SpmmA,
@@ -143,6 +150,7 @@ impl Kernel {
             Kernel::FusedMmB => "fusedmmb",
         }
     }
+    /// The kernel called `name` on the command line ([`Kernel::name`]), if any.
     pub fn from_name(name: &str) -> Option<Kernel> {
         Kernel::ALL.into_iter().find(|k| k.name() == name)
     }

@@ -14,11 +14,13 @@
 //! - [`reference`](mod@reference): dense, obviously right versions for the tests.
 //! - [`generate`]: seeded Erdős-Rényi (fixed nonzeros per row) and R-MAT matrices, random
 //!   permutations. [`mtx`]: MatrixMarket reader and writer.
-//! - [`comm`]: the [`comm::Communicator`] trait (MPI-shaped, object safe, so an rsmpi backend can
-//!   implement it without touching the algorithms), the counting convention, and
-//!   [`comm::threads`], the in-process backend (one thread per rank, channels only).
-//! - [`distributed`]: the [`DistAlgorithm`] trait every algorithm implements and
-//!   [`run_in_process`]; one file per algorithm: [`one_d`] (the paper's 1D baseline),
+//! - [`comm`]: the [`comm::Communicator`] trait (MPI-shaped and object safe, so the algorithms
+//!   run unchanged on every backend), the counting convention, [`comm::threads`], the
+//!   in-process backend (one thread per rank, channels only), and with the `mpi` feature
+//!   `comm::mpi`, the MPI backend (rsmpi on OpenMPI, one process per rank).
+//! - [`distributed`]: the [`DistAlgorithm`] trait every algorithm implements, [`run_in_process`]
+//!   and, with the `mpi` feature, `run_mpi` (the ranks of an MPI job); one file per algorithm:
+//!   [`one_d`] (the paper's 1D baseline),
 //!   [`dense_shift`] (1.5D dense shifting, dense replicating, with the three FusedMM
 //!   strategies), [`sparse_shift`] (1.5D sparse shifting, dense replicating: no elision and
 //!   replication reuse), [`dense_replicate`] (2.5D dense replicating, Cannon-like layers: no
@@ -29,7 +31,7 @@
 //!   forward pass ([`apps::gat`]), on the serial kernels or any distributed algorithm, with a
 //!   time breakdown.
 //!
-//! Status against issue 3.
+//! Status (issue 3; the MPI backend, issue 6).
 //!
 //! Done and tested:
 //! - local kernels (checked against [`reference`](mod@reference) to `1e-12` relative to the sum of absolute
@@ -44,6 +46,9 @@
 //!   [`RankPiece::DenseBlock`]s), against the serial kernels for `p` up to 18, every valid `c`,
 //!   2.5D layers of side 1, 2 and 3, uneven, empty and zero-width blocks, ER and permuted R-MAT
 //!   matrices;
+//! - the MPI backend (feature `mpi`): `run_mpi` runs every algorithm, kernel and strategy across
+//!   the processes of an MPI job; `examples/mpi_conformance.rs`, run under `mpirun` in CI,
+//!   checks its results and per-rank, per-phase counts against the in-process backend;
 //! - [`cost_model`] for all five, equal to the measured counts on every rank and phase where
 //!   blocks divide evenly (p up to 12; for the algorithms that move nonzeros, on a pattern
 //!   whose nonzeros split evenly), and the paper's claims: best-`c` ordering and `1/sqrt(2)`
@@ -57,9 +62,11 @@
 //! values (the paper describes an extra initial all-gather, see [`sparse_replicate`]).
 //!
 //! Around this crate: criterion benches in `benches/kernels.rs`; the harness's `fusedmm` and
-//! `fusedmm-apps` families, the `parbench fusedmm` command and `experiments/fusedmm/`. Not done
-//! yet: the MPI backend (issue 6). The local kernels are plain loops (no cache blocking or
+//! `fusedmm-apps` families, the `parbench fusedmm` command (`--backend local|mpi`) and
+//! `experiments/fusedmm/`. The local kernels are plain loops (no cache blocking or
 //! prefetching).
+
+#![warn(missing_docs)]
 
 pub mod apps;
 /// The communicator lives in `parbench-common` (word2vec's distributed variant uses it too).

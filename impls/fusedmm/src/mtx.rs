@@ -7,7 +7,9 @@
 //! the format prescribes) or `symmetric` (lower triangle, column-major). Indices are 1-based;
 //! `%` lines after the header are comments; blank lines are skipped; duplicate coordinate entries
 //! are summed. `complex` and `hermitian` are rejected as unsupported. Every malformed line is
-//! reported with its 1-based line number.
+//! reported with its 1-based line number, and [`read_path`] also names the file. The counts of the
+//! size line are only trusted as far as the file bears them out: nothing is allocated for entries
+//! before they are read, so a size line announcing 10^12 entries costs nothing.
 //!
 //! Write: [`write_coordinate`] (`real general`) and [`write_array`] (`real general`), values in
 //! Rust's shortest round-trip form, so writing then reading gives the same bits.
@@ -16,53 +18,132 @@ use crate::dense::Dense;
 use parbench_common::{Csr, CsrError};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
+
+/// At most this many entries are reserved before they are read: the size line is the file's word,
+/// not a fact (the vectors grow as the entries come).
+const MAX_PREALLOCATED_ENTRIES: usize = 1 << 12;
 
 /// What is wrong with a MatrixMarket file; `line` is 1-based.
 #[derive(Debug, Error)]
 pub enum MtxError {
+    /// The file could not be opened or read.
     #[error("cannot read the matrix file: {0}")]
     Io(#[from] std::io::Error),
+    /// A line could not be read: it is not UTF-8, or the reader failed.
+    #[error("line {line}: cannot read the matrix file: {source}")]
+    Read {
+        /// The 1-based line.
+        line: usize,
+        /// What reading it gave.
+        source: std::io::Error,
+    },
+    /// The first line is not a `%%MatrixMarket matrix` header.
     #[error("line 1: missing the `%%MatrixMarket matrix <format> <field> <symmetry>` header")]
     MissingHeader,
+    /// The header is malformed.
     #[error("line {line}: {message}")]
-    BadHeader { line: usize, message: String },
+    BadHeader {
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The header names a format, field or symmetry this reader does not handle (complex,
+    /// hermitian...).
     #[error("line {line}: {what} is not supported (use real, integer or pattern; general, symmetric or skew-symmetric)")]
-    Unsupported { line: usize, what: String },
+    Unsupported {
+        /// The 1-based line.
+        line: usize,
+        /// The unsupported word.
+        what: String,
+    },
+    /// The size line is not the integers its format needs.
     #[error("line {line}: expected the size line `{expected}`, found `{found}`")]
     BadSize {
+        /// The 1-based line.
         line: usize,
+        /// The expected shape of the line (`rows cols nnz` or `rows cols`).
         expected: &'static str,
+        /// The line as found.
         found: String,
     },
+    /// An entry line does not parse.
     #[error("line {line}: {message}: `{found}`")]
     BadEntry {
+        /// The 1-based line.
         line: usize,
+        /// What is wrong with it.
         message: &'static str,
+        /// The line as found.
         found: String,
     },
+    /// An entry lies outside the matrix (indices are 1-based).
     #[error("line {line}: entry ({row}, {col}) is outside the {rows} x {cols} matrix (indices are 1-based)")]
     IndexOutOfRange {
+        /// The 1-based line.
         line: usize,
+        /// The 1-based row found.
         row: usize,
+        /// The 1-based column found.
         col: usize,
+        /// Rows of the matrix.
         rows: usize,
+        /// Columns of the matrix.
         cols: usize,
     },
+    /// The file has more entries than its size line announced.
     #[error("line {line}: more entries than the {expected} the size line announced")]
-    TooManyEntries { line: usize, expected: usize },
-    #[error("the file ends after {got} entries, but the size line announced {expected}")]
-    Truncated { expected: usize, got: usize },
+    TooManyEntries {
+        /// The 1-based line of the first extra entry.
+        line: usize,
+        /// Entries the size line announced.
+        expected: usize,
+    },
+    /// The file ends before the entries its size line announced.
+    #[error(
+        "line {line}: the file ends after {got} entries, but the size line announced {expected}"
+    )]
+    Truncated {
+        /// The file's last line.
+        line: usize,
+        /// Entries the size line announced.
+        expected: usize,
+        /// Entries the file holds.
+        got: usize,
+    },
+    /// A dense file was given where a sparse one is needed, or the other way round.
     #[error("the file holds a {found} matrix where a {wanted} one is needed")]
     WrongFormat {
+        /// The format of the file.
         found: &'static str,
+        /// The format needed.
         wanted: &'static str,
     },
-    #[error("dimensions {rows} x {cols} exceed 32-bit column indices")]
-    TooLarge { rows: usize, cols: usize },
+    /// The size line announces dimensions beyond this reader's limits.
+    #[error("line {line}: dimensions {rows} x {cols} exceed {limit}")]
+    TooLarge {
+        /// The size line.
+        line: usize,
+        /// Rows announced.
+        rows: usize,
+        /// Columns announced.
+        cols: usize,
+        /// What they exceed.
+        limit: &'static str,
+    },
+    /// The entries did not form a valid CSR.
     #[error(transparent)]
     Csr(#[from] CsrError),
+    /// An error of [`read_path`], naming the file.
+    #[error("{}: {error}", path.display())]
+    File {
+        /// The file read.
+        path: PathBuf,
+        /// What was wrong with it.
+        error: Box<MtxError>,
+    },
 }
 
 /// A matrix read from a MatrixMarket file.
@@ -108,11 +189,45 @@ fn parse_value(tok: Option<&str>, line: usize, raw: &str) -> Result<f64, MtxErro
     }
 }
 
+/// The lines of a file with their 1-based numbers, remembering the last one read (errors found at
+/// the end of the file name it).
+struct NumberedLines<R> {
+    lines: std::io::Lines<R>,
+    last: usize,
+}
+
+impl<R: BufRead> NumberedLines<R> {
+    /// The next line, `None` at the end of the file. A line that cannot be read (not UTF-8, an
+    /// I/O error) is an error naming it.
+    fn next_line(&mut self) -> Result<Option<(usize, String)>, MtxError> {
+        let Some(line) = self.lines.next() else {
+            return Ok(None);
+        };
+        self.last += 1;
+        let n = self.last;
+        line.map(|l| Some((n, l)))
+            .map_err(|source| MtxError::Read { line: n, source })
+    }
+
+    /// The next line that is neither blank nor a `%` comment.
+    fn next_data(&mut self) -> Result<Option<(usize, String)>, MtxError> {
+        while let Some((n, l)) = self.next_line()? {
+            let t = l.trim_start();
+            if !t.is_empty() && !t.starts_with('%') {
+                return Ok(Some((n, l)));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// Reads a MatrixMarket file of either format.
 pub fn read_matrix(reader: impl BufRead) -> Result<MatrixFile, MtxError> {
-    let mut lines = reader.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let (_, header) = lines.next().ok_or(MtxError::MissingHeader)?;
-    let header = header?;
+    let mut lines = NumberedLines {
+        lines: reader.lines(),
+        last: 0,
+    };
+    let (_, header) = lines.next_line()?.ok_or(MtxError::MissingHeader)?;
     let words: Vec<String> = header
         .split_whitespace()
         .map(|w| w.to_ascii_lowercase())
@@ -150,21 +265,16 @@ pub fn read_matrix(reader: impl BufRead) -> Result<MatrixFile, MtxError> {
         other => return Err(unsupported(&format!("symmetry `{other}`"))),
     };
 
-    // Data lines: skip comments and blank lines, keep line numbers.
-    let mut data = lines.filter_map(|(n, l)| match l {
-        Ok(s) if s.trim().is_empty() || s.trim_start().starts_with('%') => None,
-        other => Some((n, other)),
-    });
     let expected = if coordinate {
         "rows cols nnz"
     } else {
         "rows cols"
     };
-    let (size_line, size) = match data.next() {
-        Some((n, l)) => (n, l?),
+    let (size_line, size) = match lines.next_data()? {
+        Some(numbered) => numbered,
         None => {
             return Err(MtxError::BadSize {
-                line: 2,
+                line: lines.last + 1,
                 expected,
                 found: String::new(),
             })
@@ -191,17 +301,20 @@ pub fn read_matrix(reader: impl BufRead) -> Result<MatrixFile, MtxError> {
 
     if coordinate {
         if rows > u32::MAX as usize || cols > u32::MAX as usize {
-            return Err(MtxError::TooLarge { rows, cols });
+            return Err(MtxError::TooLarge {
+                line: size_line,
+                rows,
+                cols,
+                limit: "32-bit column indices",
+            });
         }
         let nnz = dims[2];
-        let mut triplets = Vec::with_capacity(if symmetry == Symmetry::General {
-            nnz
-        } else {
-            2 * nnz
-        });
+        // Reserve no more than a few entries before they are read (see MAX_PREALLOCATED_ENTRIES):
+        // `nnz` may be anything, and symmetric files store up to two triplets per entry.
+        let per_entry = if symmetry == Symmetry::General { 1 } else { 2 };
+        let mut triplets = Vec::with_capacity(nnz.min(MAX_PREALLOCATED_ENTRIES) * per_entry);
         let mut got = 0usize;
-        for (n, l) in data {
-            let l = l?;
+        while let Some((n, l)) = lines.next_data()? {
             if got == nnz {
                 return Err(MtxError::TooManyEntries {
                     line: n,
@@ -251,50 +364,66 @@ pub fn read_matrix(reader: impl BufRead) -> Result<MatrixFile, MtxError> {
             got += 1;
         }
         if got != nnz {
-            return Err(MtxError::Truncated { expected: nnz, got });
+            return Err(MtxError::Truncated {
+                line: lines.last,
+                expected: nnz,
+                got,
+            });
         }
         Ok(MatrixFile::Sparse(Csr::from_triplets(
             rows, cols, &triplets,
         )?))
     } else {
-        // Column-major; symmetric files store the lower triangle (skew: strictly lower).
-        let positions: Vec<(usize, usize)> = match symmetry {
-            Symmetry::General => (0..cols)
-                .flat_map(|j| (0..rows).map(move |i| (i, j)))
-                .collect(),
-            Symmetry::Symmetric => (0..cols)
-                .flat_map(|j| (j..rows).map(move |i| (i, j)))
-                .collect(),
-            Symmetry::Skew => (0..cols)
-                .flat_map(|j| (j + 1..rows).map(move |i| (i, j)))
-                .collect(),
+        // Column-major; symmetric files store the lower triangle (skew: strictly lower). The
+        // values are collected first and the matrix allocated only once the file has held them
+        // all: the size line alone could announce 10^12 of them.
+        let first_row = move |j: usize| match symmetry {
+            Symmetry::General => 0,
+            Symmetry::Symmetric => j,
+            Symmetry::Skew => j + 1,
         };
-        let mut out = Dense::zeros(rows, cols);
-        let mut got = 0usize;
-        for (n, l) in data {
-            let l = l?;
+        let expected_values = match symmetry {
+            Symmetry::General => rows.checked_mul(cols),
+            Symmetry::Symmetric => rows.checked_mul(rows.saturating_add(1)).map(|x| x / 2),
+            Symmetry::Skew => rows.checked_mul(rows.saturating_sub(1)).map(|x| x / 2),
+        }
+        .filter(|_| rows.checked_mul(cols).is_some())
+        .ok_or(MtxError::TooLarge {
+            line: size_line,
+            rows,
+            cols,
+            limit: "the addressable memory",
+        })?;
+        let mut values = Vec::with_capacity(expected_values.min(MAX_PREALLOCATED_ENTRIES));
+        while let Some((n, l)) = lines.next_data()? {
             for tok in l.split_whitespace() {
-                let Some(&(i, j)) = positions.get(got) else {
+                if values.len() == expected_values {
                     return Err(MtxError::TooManyEntries {
                         line: n,
-                        expected: positions.len(),
+                        expected: expected_values,
                     });
-                };
-                let v = parse_value(Some(tok), n, &l)?;
-                out.row_mut(i)[j] = v;
-                match symmetry {
-                    Symmetry::General => {}
-                    Symmetry::Symmetric => out.row_mut(j)[i] = v,
-                    Symmetry::Skew => out.row_mut(j)[i] = -v,
                 }
-                got += 1;
+                values.push(parse_value(Some(tok), n, &l)?);
             }
         }
-        if got != positions.len() {
+        if values.len() != expected_values {
             return Err(MtxError::Truncated {
-                expected: positions.len(),
-                got,
+                line: lines.last,
+                expected: expected_values,
+                got: values.len(),
             });
+        }
+        let mut out = Dense::zeros(rows, cols);
+        let positions = (0..cols).flat_map(|j| (first_row(j)..rows).map(move |i| (i, j)));
+        // Values first: `zip` then never asks `positions` for more than there are values (a
+        // 0 x 10^18 array has no position, and finding that out would take 10^18 steps).
+        for (v, (i, j)) in values.into_iter().zip(positions) {
+            out.row_mut(i)[j] = v;
+            match symmetry {
+                Symmetry::General => {}
+                Symmetry::Symmetric => out.row_mut(j)[i] = v,
+                Symmetry::Skew => out.row_mut(j)[i] = -v,
+            }
         }
         Ok(MatrixFile::Dense(out))
     }
@@ -322,9 +451,15 @@ pub fn read_dense(reader: impl BufRead) -> Result<Dense, MtxError> {
     }
 }
 
-/// Reads a MatrixMarket file from disk.
+/// Reads a MatrixMarket file from disk; errors name the file ([`MtxError::File`]).
 pub fn read_path(path: &Path) -> Result<MatrixFile, MtxError> {
-    read_matrix(BufReader::new(File::open(path)?))
+    File::open(path)
+        .map_err(MtxError::from)
+        .and_then(|file| read_matrix(BufReader::new(file)))
+        .map_err(|error| MtxError::File {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        })
 }
 
 /// Writes `s` as `coordinate real general`.

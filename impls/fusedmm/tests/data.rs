@@ -212,7 +212,8 @@ fn malformed_files_report_the_line() {
         err("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n"),
         MtxError::Truncated {
             expected: 2,
-            got: 1
+            got: 1,
+            ..
         }
     ));
     assert!(matches!(

@@ -26,9 +26,9 @@ use crate::problem::{Control, DeltaEncoding, IterationReport, LdaError, LdaParam
 
 /// The asynchronous master-worker sampler.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Async;
+pub struct AsyncMasterWorker;
 
-impl MasterWorker for Async {
+impl MasterWorker for AsyncMasterWorker {
     const NAME: &'static str = "async";
 
     fn schedule(params: &LdaParams, _shares: &[Vec<usize>]) -> Schedule {

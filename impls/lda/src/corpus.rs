@@ -11,7 +11,10 @@
 //!   `min_count` times dropped; ids by decreasing frequency. Two streaming passes (count, then
 //!   encode), so the file is never held whole in memory. `.gz` files are decompressed on the fly.
 //!
-//! Every malformed input is a [`CorpusError`] naming the file and the 1-based line.
+//! Every malformed input is a [`CorpusError`] naming the file and the 1-based line. Header counts
+//! are not trusted for allocation beyond what the crate can hold (u32 ids and token counts):
+//! memory grows with what the file holds, except the table of `D` documents, which is allocated
+//! fallibly.
 
 use flate2::read::MultiGzDecoder;
 use parbench_common::text::{content_tokens, Vocab};
@@ -23,67 +26,160 @@ use thiserror::Error;
 /// What can be wrong with a corpus file or an in-memory corpus.
 #[derive(Debug, Error)]
 pub enum CorpusError {
+    /// The file could not be opened.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A line could not be read: it is not UTF-8, or the file (or its gzip stream) is damaged.
+    #[error("{path}:{line}: cannot read the line: {source}")]
+    ReadLine {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// What reading it gave.
+        source: std::io::Error,
+    },
+    /// A header value beyond what a corpus here can hold.
+    #[error("{path}:{line}: the header value {what} = {value} is too large ({limit})")]
+    HeaderTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// Which header value: D or W.
+        what: &'static str,
+        /// Its value.
+        value: usize,
+        /// Why it is too large.
+        limit: &'static str,
+    },
+    /// A header line of a UCI docword file (D, W or NNZ) is not a non-negative integer.
     #[error(
         "{path}:{line}: expected the header value {what} (a non-negative integer), found {found:?}"
     )]
     BadHeader {
+        /// The file.
         path: PathBuf,
+        /// The 1-based line.
         line: usize,
+        /// Which header value was expected: D, W or NNZ.
         what: &'static str,
+        /// The line as found.
         found: String,
     },
+    /// A docword entry line is not three positive integers `docID wordID count`.
     #[error(
         "{path}:{line}: expected `docID wordID count` (three positive integers), found {found:?}"
     )]
     BadEntry {
+        /// The file.
         path: PathBuf,
+        /// The 1-based line.
         line: usize,
+        /// The line as found.
         found: String,
     },
+    /// A docword entry names a document outside `1..=D`.
     #[error("{path}:{line}: document id {doc} is outside 1..={docs} (the header's D)")]
     DocOutOfRange {
+        /// The file.
         path: PathBuf,
+        /// The 1-based line.
         line: usize,
+        /// The 1-based document id found.
         doc: u64,
+        /// The header's D.
         docs: usize,
     },
+    /// A docword entry names a word outside `1..=W`.
     #[error("{path}:{line}: word id {word} is outside 1..={words} (the header's W)")]
     WordOutOfRange {
+        /// The file.
         path: PathBuf,
+        /// The 1-based line.
         line: usize,
+        /// The 1-based word id found.
         word: u64,
+        /// The header's W.
         words: usize,
     },
-    #[error("{path}: the header announces NNZ = {expected} entries but the file has {found}")]
+    /// The docword file has another number of entry lines than its header's NNZ.
+    #[error("{path}:{line}: the file ends with {found} entries, but the header announces NNZ = {expected}")]
     EntryCountMismatch {
+        /// The file.
         path: PathBuf,
+        /// The file's last line.
+        line: usize,
+        /// The header's NNZ.
         expected: usize,
+        /// Entry lines read.
         found: usize,
     },
-    #[error("{path}: the vocabulary has {found} words but the docword header says W = {expected}")]
+    /// The vocabulary file has fewer words than the docword header's W.
+    #[error("{path}:{line}: the vocabulary ends after {found} words, but the docword header says W = {expected}")]
     VocabTooShort {
+        /// The vocabulary file.
         path: PathBuf,
+        /// The line where the next word was expected.
+        line: usize,
+        /// The docword header's W.
         expected: usize,
+        /// Words the vocabulary file has.
         found: usize,
     },
+    /// A line of the vocabulary file is empty.
     #[error("{path}:{line}: empty word in the vocabulary file")]
-    EmptyVocabWord { path: PathBuf, line: usize },
+    EmptyVocabWord {
+        /// The vocabulary file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+    },
+    /// An in-memory document ([`Corpus::new`]) holds a word id not below the number of words.
     #[error("document {doc}, token {position}: word id {word} is outside the vocabulary of {words} words")]
     TokenOutOfRange {
+        /// 0-based document.
         doc: usize,
+        /// 0-based position of the token in the document.
         position: usize,
+        /// The word id found.
         word: u32,
+        /// The number of words.
         words: usize,
     },
+    /// The corpus has more tokens than the `u32` topic counts can hold.
     #[error("the corpus has {tokens} tokens; counts are u32, so at most {max} are supported")]
-    TooManyTokens { tokens: u64, max: u64 },
+    TooManyTokens {
+        /// Tokens in the corpus.
+        tokens: u64,
+        /// `u32::MAX`.
+        max: u64,
+    },
+    /// The counts of a docword file add up to more tokens than u32 counts allow.
+    #[error("{path}:{line}: the counts so far add up to {tokens} tokens; counts are u32, so at most {max} are supported")]
+    TooManyTokensAt {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line where the total went over.
+        line: usize,
+        /// The total so far.
+        tokens: u64,
+        /// The most supported.
+        max: u64,
+    },
+    /// [`Corpus::new`] got word names, but not one per word.
     #[error("a vocabulary of {found} names was given for {words} words")]
-    VocabLength { words: usize, found: usize },
+    VocabLength {
+        /// The number of words.
+        words: usize,
+        /// Names given.
+        found: usize,
+    },
 }
 
 /// Documents as sequences of word ids in `0..num_words`.
@@ -166,16 +262,22 @@ impl Corpus {
     pub fn read_text(path: &Path, options: &TextOptions) -> Result<Corpus, CorpusError> {
         let limit = options.max_docs.unwrap_or(usize::MAX);
         let mut counted = Vocab::new();
-        for line in open(path)?.lines().take(limit) {
-            let line = line.map_err(|source| io_error(path, source))?;
+        let mut lines = NumberedLines::new(open(path)?, path);
+        while lines.last < limit {
+            let Some((_, line)) = lines.next_line()? else {
+                break;
+            };
             for token in content_tokens(&line) {
                 counted.add(&token);
             }
         }
         let vocab = counted.sorted_by_count(options.min_count);
         let mut docs = Vec::new();
-        for line in open(path)?.lines().take(limit) {
-            let line = line.map_err(|source| io_error(path, source))?;
+        let mut lines = NumberedLines::new(open(path)?, path);
+        while lines.last < limit {
+            let Some((_, line)) = lines.next_line()? else {
+                break;
+            };
             docs.push(vocab.encode(content_tokens(&line)).collect());
         }
         let num_words = vocab.len();
@@ -239,6 +341,54 @@ fn io_error(path: &Path, source: std::io::Error) -> CorpusError {
     }
 }
 
+/// At most this many vocabulary names are reserved before they are read: the header's W is the
+/// file's word, not a fact.
+const MAX_PREALLOCATED_NAMES: usize = 1 << 12;
+
+/// The lines of a file, numbered from 1, remembering the last one read (errors at the end of the
+/// file name it).
+struct NumberedLines<'p, R> {
+    lines: std::io::Lines<R>,
+    path: &'p Path,
+    last: usize,
+}
+
+impl<'p, R: BufRead> NumberedLines<'p, R> {
+    fn new(reader: R, path: &'p Path) -> Self {
+        NumberedLines {
+            lines: reader.lines(),
+            path,
+            last: 0,
+        }
+    }
+
+    /// The next line, `None` at the end of the file. A line that cannot be read (not UTF-8, a
+    /// damaged gzip stream) is an error naming it.
+    fn next_line(&mut self) -> Result<Option<(usize, String)>, CorpusError> {
+        let Some(line) = self.lines.next() else {
+            return Ok(None);
+        };
+        self.last += 1;
+        let n = self.last;
+        line.map(|l| Some((n, l)))
+            .map_err(|source| CorpusError::ReadLine {
+                path: self.path.to_path_buf(),
+                line: n,
+                source,
+            })
+    }
+
+    /// The next line that is not blank.
+    fn next_nonblank(&mut self) -> Result<Option<(usize, String)>, CorpusError> {
+        while let Some((n, l)) = self.next_line()? {
+            if !l.trim().is_empty() {
+                return Ok(Some((n, l)));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// A buffered reader of `path`, decompressing when the name ends in `.gz`.
 fn open(path: &Path) -> Result<Box<dyn BufRead>, CorpusError> {
     let file = File::open(path).map_err(|source| io_error(path, source))?;
@@ -255,37 +405,51 @@ pub fn parse_uci_docword<R: BufRead>(
     reader: R,
     path: &Path,
 ) -> Result<(Vec<Vec<u32>>, usize), CorpusError> {
-    let mut lines = reader.lines().enumerate().filter_map(|(i, l)| match l {
-        Ok(s) if s.trim().is_empty() => None,
-        other => Some((i + 1, other)),
-    });
-    let mut header = [0usize; 3];
+    let mut lines = NumberedLines::new(reader, path);
+    // (value, line) of D, W and NNZ.
+    let mut header = [(0usize, 0usize); 3];
     for (slot, what) in header.iter_mut().zip(["D", "W", "NNZ"]) {
-        let (line, text) = match lines.next() {
-            Some((line, text)) => (line, text.map_err(|e| io_error(path, e))?),
-            None => (0, String::new()),
-        };
-        *slot = text.trim().parse().map_err(|_| CorpusError::BadHeader {
+        let (line, text) = lines
+            .next_nonblank()?
+            .unwrap_or((lines.last + 1, String::new()));
+        let value = text.trim().parse().map_err(|_| CorpusError::BadHeader {
             path: path.to_path_buf(),
             line,
             what,
             found: text.clone(),
         })?;
+        *slot = (value, line);
     }
-    let [num_docs, num_words, nnz] = header;
-    if num_words > u32::MAX as usize {
-        return Err(CorpusError::BadHeader {
+    let [(num_docs, docs_line), (num_words, words_line), (nnz, _)] = header;
+    // Word ids are u32, and so is the token total: a corpus of more than u32::MAX documents
+    // could not give each a token. Beyond that a header is absurd, and D sizes a table that is
+    // allocated before any entry is read.
+    for (value, line, what) in [(num_docs, docs_line, "D"), (num_words, words_line, "W")] {
+        if value > u32::MAX as usize {
+            return Err(CorpusError::HeaderTooLarge {
+                path: path.to_path_buf(),
+                line,
+                what,
+                value,
+                limit: "at most 4294967295",
+            });
+        }
+    }
+    // D empty documents up front (trailing documents may have no entry): up to ~100 GB for a
+    // header of u32::MAX, so refuse what cannot be allocated instead of aborting.
+    let mut docs: Vec<Vec<u32>> = Vec::new();
+    docs.try_reserve_exact(num_docs)
+        .map_err(|_| CorpusError::HeaderTooLarge {
             path: path.to_path_buf(),
-            line: 2,
-            what: "W",
-            found: num_words.to_string(),
-        });
-    }
-    let mut docs: Vec<Vec<u32>> = vec![Vec::new(); num_docs];
+            line: docs_line,
+            what: "D",
+            value: num_docs,
+            limit: "the document table does not fit in memory",
+        })?;
+    docs.resize_with(num_docs, Vec::new);
     let mut entries = 0usize;
     let mut tokens = 0u64;
-    for (line, text) in lines {
-        let text = text.map_err(|e| io_error(path, e))?;
+    while let Some((line, text)) = lines.next_nonblank()? {
         let bad = || CorpusError::BadEntry {
             path: path.to_path_buf(),
             line,
@@ -313,9 +477,12 @@ pub fn parse_uci_docword<R: BufRead>(
                 words: num_words,
             });
         }
-        tokens += count;
+        // Saturating: a count near u64::MAX would overflow the sum (a panic in debug builds).
+        tokens = tokens.saturating_add(count);
         if tokens > u32::MAX as u64 {
-            return Err(CorpusError::TooManyTokens {
+            return Err(CorpusError::TooManyTokensAt {
+                path: path.to_path_buf(),
+                line,
                 tokens,
                 max: u32::MAX as u64,
             });
@@ -327,6 +494,7 @@ pub fn parse_uci_docword<R: BufRead>(
     if entries != nnz {
         return Err(CorpusError::EntryCountMismatch {
             path: path.to_path_buf(),
+            line: lines.last,
             expected: nnz,
             found: entries,
         });
@@ -341,14 +509,17 @@ pub fn parse_uci_vocab<R: BufRead>(
     path: &Path,
     num_words: usize,
 ) -> Result<Vec<String>, CorpusError> {
-    let mut names = Vec::with_capacity(num_words);
-    for (i, line) in reader.lines().enumerate().take(num_words) {
-        let line = line.map_err(|e| io_error(path, e))?;
-        let word = line.trim();
+    let mut names = Vec::with_capacity(num_words.min(MAX_PREALLOCATED_NAMES));
+    let mut lines = NumberedLines::new(reader, path);
+    while names.len() < num_words {
+        let Some((line, text)) = lines.next_line()? else {
+            break;
+        };
+        let word = text.trim();
         if word.is_empty() {
             return Err(CorpusError::EmptyVocabWord {
                 path: path.to_path_buf(),
-                line: i + 1,
+                line,
             });
         }
         names.push(word.to_owned());
@@ -356,6 +527,7 @@ pub fn parse_uci_vocab<R: BufRead>(
     if names.len() < num_words {
         return Err(CorpusError::VocabTooShort {
             path: path.to_path_buf(),
+            line: lines.last + 1,
             expected: num_words,
             found: names.len(),
         });

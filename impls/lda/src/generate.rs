@@ -18,16 +18,21 @@ use parbench_common::Rng;
 /// The generative model's settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SyntheticSpec {
+    /// Documents D.
     pub docs: usize,
+    /// Vocabulary size W.
     pub words: usize,
+    /// Topics K of the generating model.
     pub topics: usize,
     /// Document lengths are uniform in `min_len..=max_len`.
     pub min_len: usize,
+    /// Longest document, in tokens (at least `min_len`).
     pub max_len: usize,
     /// Dirichlet concentration of the document-topic mixtures.
     pub alpha: f64,
     /// Dirichlet concentration of the topic-word distributions.
     pub beta: f64,
+    /// Seed of every draw: a spec and seed give the same corpus and truth, bit for bit.
     pub seed: u64,
 }
 
@@ -49,6 +54,7 @@ impl Default for SyntheticSpec {
 /// A synthetic corpus and the parameters that generated it.
 #[derive(Clone, Debug)]
 pub struct SyntheticCorpus {
+    /// The sampled documents (no word names).
     pub corpus: Corpus,
     /// True phi, `K x W` row-major.
     pub topic_word: Vec<f64>,
@@ -58,26 +64,35 @@ pub struct SyntheticCorpus {
     pub assignments: Vec<Vec<u32>>,
 }
 
-/// Draws a corpus from the generative model; word names are `w0`, `w1`, ...
-pub fn generate(spec: &SyntheticSpec) -> Result<SyntheticCorpus, LdaError> {
-    if spec.words == 0 || spec.topics == 0 {
-        return Err(LdaError::BadSpec(
-            "words and topics must be at least 1".to_owned(),
-        ));
-    }
-    if spec.min_len > spec.max_len {
-        return Err(LdaError::BadSpec(format!(
-            "min_len {} exceeds max_len {}",
-            spec.min_len, spec.max_len
-        )));
-    }
-    for (name, v) in [("alpha", spec.alpha), ("beta", spec.beta)] {
-        if !(v.is_finite() && v > 0.0) {
+impl SyntheticSpec {
+    /// Rejects settings [`generate`] cannot draw from (it calls this first), without drawing
+    /// anything: O(1).
+    pub fn validate(&self) -> Result<(), LdaError> {
+        if self.words == 0 || self.topics == 0 {
+            return Err(LdaError::BadSpec(
+                "words and topics must be at least 1".to_owned(),
+            ));
+        }
+        if self.min_len > self.max_len {
             return Err(LdaError::BadSpec(format!(
-                "{name} must be finite and positive, got {v}"
+                "min_len {} exceeds max_len {}",
+                self.min_len, self.max_len
             )));
         }
+        for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(LdaError::BadSpec(format!(
+                    "{name} must be finite and positive, got {v}"
+                )));
+            }
+        }
+        Ok(())
     }
+}
+
+/// Draws a corpus from the generative model; word names are `w0`, `w1`, ...
+pub fn generate(spec: &SyntheticSpec) -> Result<SyntheticCorpus, LdaError> {
+    spec.validate()?;
     let mut rng = Rng::new(spec.seed);
     let topic_word: Vec<f64> = (0..spec.topics)
         .flat_map(|_| dirichlet(&mut rng, spec.beta, spec.words))

@@ -10,10 +10,10 @@
 //! - [`Sequential`] (`sequential`): the standard O(K)-per-token sampler; bit-for-bit repeatable.
 //! - [`Sparse`] (`sparse`): SparseLDA's smoothing / document / topic-word buckets, the same
 //!   distribution at about O(nonzero topics) per token.
-//! - [`Sync`] (`sync`): AD-LDA, `workers` threads with a barrier and a merge at every checkpoint;
-//!   repeatable for a seed and worker count.
-//! - [`Async`] (`async`): the paper's asynchronous master-worker; dense or sparse deltas,
-//!   blocking or non-blocking exchange; timing-dependent.
+//! - [`SyncMasterWorker`] (`sync`): AD-LDA, `workers` threads with a barrier and a merge at every
+//!   checkpoint; repeatable for a seed and worker count.
+//! - [`AsyncMasterWorker`] (`async`): the paper's asynchronous master-worker; dense or sparse
+//!   deltas, blocking or non-blocking exchange; timing-dependent.
 //!
 //! Workers and master exchange only owned messages: over channels between threads (see
 //! [`parallel`]'s docs), or as bytes over a communicator's point-to-point messages between the
@@ -51,6 +51,8 @@
 //! Set `likelihood_every = 0` to time sampling alone (the final log-likelihood is computed after
 //! the timed run either way).
 
+#![warn(missing_docs)]
+
 pub mod asynchronous;
 pub mod corpus;
 pub mod generate;
@@ -66,7 +68,7 @@ pub mod sparse;
 pub mod sync;
 pub(crate) mod wire;
 
-pub use asynchronous::Async;
+pub use asynchronous::AsyncMasterWorker;
 pub use corpus::{Corpus, CorpusError, TextOptions};
 pub use generate::{generate, SyntheticCorpus, SyntheticSpec};
 pub use kernel::conditional_draw_counts;
@@ -78,10 +80,10 @@ pub use problem::{
 pub use quality::{hungarian, jensen_shannon, match_topics, TopicMatch};
 pub use sequential::Sequential;
 pub use sparse::Sparse;
-pub use sync::Sync;
+pub use sync::SyncMasterWorker;
 
 /// One way of training LDA by collapsed Gibbs sampling.
-pub trait LdaSampler: Send + std::marker::Sync {
+pub trait LdaSampler: Send + Sync {
     /// The variant's name as used in experiment files and on the command line (`async`).
     fn name(&self) -> &'static str;
 
@@ -140,8 +142,8 @@ pub fn variants() -> Vec<Box<dyn LdaSampler>> {
     vec![
         Box::new(Sequential),
         Box::new(Sparse),
-        Box::new(Sync),
-        Box::new(Async),
+        Box::new(SyncMasterWorker),
+        Box::new(AsyncMasterWorker),
     ]
 }
 

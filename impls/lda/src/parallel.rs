@@ -1,9 +1,11 @@
 //! The master-worker machinery `sync` and `async` share: the document partition, the messages,
 //! the worker loop, the master's global tables and its progress bookkeeping.
 //!
-//! Workers and the master are threads that communicate only through `std::sync::mpsc` channels
-//! whose messages own their data (a delta, a copy of the global table), never through shared
-//! mutable memory, so the same protocol could run over MPI between processes:
+//! Workers and the master communicate only through messages that own their data (a delta, a
+//! copy of the global table), never through shared mutable memory. In one process they are
+//! threads linked by `std::sync::mpsc` channels; across the ranks of a communicator (MPI
+//! processes) the same protocol runs over point-to-point messages, the messages encoded as bytes
+//! by `wire` ([`crate::LdaSampler::train_on_ranks`]):
 //!
 //! ```text
 //! worker i                                   master (the calling thread)

@@ -7,43 +7,92 @@ use thiserror::Error;
 /// What can be wrong with an LDA run's inputs, or a run that failed.
 #[derive(Debug, Error)]
 pub enum LdaError {
+    /// `topics` is 0 or above [`MAX_TOPICS`].
     #[error("the number of topics must be between 1 and {max}, got {topics}")]
-    BadTopics { topics: usize, max: usize },
+    BadTopics {
+        /// The topics asked for.
+        topics: usize,
+        /// [`MAX_TOPICS`].
+        max: usize,
+    },
+    /// `alpha` is zero, negative or not finite (the value is carried).
     #[error("alpha must be finite and positive, got {0}")]
     BadAlpha(f64),
+    /// `beta` is zero, negative or not finite (the value is carried).
     #[error("beta must be finite and positive, got {0}")]
     BadBeta(f64),
+    /// `workers` is 0 (every variant validates it, the sequential ones included).
     #[error("the number of workers must be at least 1, got 0")]
     NoWorkers,
+    /// `checkpoint_docs` is 0.
     #[error("the checkpoint interval must be at least 1 document, got 0")]
     BadCheckpoint,
+    /// A document's given assignments do not have one topic per token.
     #[error("document {doc} has {found} topic assignments for {expected} tokens")]
     AssignmentShape {
+        /// 0-based document.
         doc: usize,
+        /// Its tokens.
         expected: usize,
+        /// Assignments given for it.
         found: usize,
     },
+    /// A given assignment names a topic not below the number of topics.
     #[error("document {doc}, token {position}: topic {topic} is outside 0..{topics}")]
     TopicOutOfRange {
+        /// 0-based document.
         doc: usize,
+        /// 0-based token position in the document.
         position: usize,
+        /// The topic found.
         topic: u32,
+        /// The number of topics K.
         topics: usize,
     },
+    /// The given assignments cover another number of documents than the corpus has.
     #[error("the corpus has {docs} documents but the assignments cover {found}")]
-    DocumentCount { docs: usize, found: usize },
+    DocumentCount {
+        /// Documents in the corpus.
+        docs: usize,
+        /// Documents the assignments cover.
+        found: usize,
+    },
+    /// [`crate::conditional_draw_counts`] was asked for a document or token that does not exist.
     #[error("document {doc} has no token {position}")]
-    NoSuchToken { doc: usize, position: usize },
+    NoSuchToken {
+        /// 0-based document asked for.
+        doc: usize,
+        /// The position asked for.
+        position: usize,
+    },
+    /// A [`crate::SyntheticSpec`] is inconsistent (the reason is carried).
     #[error("invalid synthetic corpus specification: {0}")]
     BadSpec(String),
+    /// [`crate::LdaSampler::train_on_ranks`] was called on a variant that is not master-worker.
     #[error(
         "{variant} does not run across ranks: only the master-worker variants sync and async do"
     )]
-    NotMasterWorker { variant: &'static str },
+    NotMasterWorker {
+        /// The variant's name.
+        variant: &'static str,
+    },
+    /// The communicator's size is not `workers + 1` (a master and at least one worker).
     #[error("a master and {workers} workers need {} ranks, the job has {ranks} (run mpirun -np P+1 for P workers, at least 2)", workers + 1)]
-    BadLaunch { ranks: usize, workers: usize },
+    BadLaunch {
+        /// Ranks of the communicator.
+        ranks: usize,
+        /// `params.workers`.
+        workers: usize,
+    },
+    /// A worker (thread or rank) failed or broke the protocol; the run was abandoned.
     #[error("worker {worker} failed: {reason}")]
-    WorkerFailed { worker: usize, reason: String },
+    WorkerFailed {
+        /// 0-based worker id.
+        worker: usize,
+        /// What went wrong, for the message.
+        reason: String,
+    },
+    /// The corpus could not be read or is invalid.
     #[error(transparent)]
     Corpus(#[from] CorpusError),
 }
@@ -209,16 +258,20 @@ pub struct IterationReport {
 /// What the progress callback wants next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Control {
+    /// Go on with the next iteration.
     Continue,
+    /// Stop now; the output holds the state reached.
     Stop,
 }
 
 /// One point of the convergence curve.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LoglikPoint {
+    /// Iterations completed when the value was taken.
     pub iteration: usize,
     /// Wall seconds since sampling started, when the value was known.
     pub elapsed_seconds: f64,
+    /// The joint log-likelihood log p(w, z) (natural log).
     pub loglik: f64,
     /// Wall seconds the evaluation itself took (on the thread that reported it).
     pub eval_seconds: f64,
@@ -228,6 +281,7 @@ pub struct LoglikPoint {
 /// worker that only samples.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkerStats {
+    /// Tokens this worker resampled over the run.
     pub tokens_sampled: u64,
     /// In the sampling loop (including the log-likelihood's document part when due).
     pub sampling_seconds: f64,
@@ -250,6 +304,7 @@ pub struct WorkerStats {
 pub struct InvariantViolation {
     /// The merge (1-based) or iteration after which it was found; `None` for the final state.
     pub merge: Option<usize>,
+    /// What differed, in words (the table and entry, or the merge that drove counts negative).
     pub detail: String,
 }
 
@@ -257,7 +312,9 @@ pub struct InvariantViolation {
 /// [`LdaParams::verify_invariants`] every merge.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InvariantRecord {
+    /// Recounts made (one per checked merge, plus the final state).
     pub checks: usize,
+    /// Every difference found; empty when the counts were conserved.
     pub violations: Vec<InvariantViolation>,
 }
 
@@ -287,6 +344,7 @@ pub struct LdaOutput {
     pub loglik_trace: Vec<LoglikPoint>,
     /// The exact log-likelihood of the final state (computed after the timed run).
     pub final_loglik: f64,
+    /// Tokens resampled over the run, all workers together.
     pub tokens_sampled: u64,
     /// Wall seconds of the whole run (sampling, exchanges, likelihood evaluations).
     pub train_seconds: f64,
@@ -298,5 +356,6 @@ pub struct LdaOutput {
     pub merges: usize,
     /// Seconds the master spent merging deltas and copying tables for replies.
     pub master_seconds: f64,
+    /// The count-conservation checks made and what they found.
     pub invariants: InvariantRecord,
 }

@@ -90,6 +90,7 @@ pub struct TopicMatch {
     pub matching: Vec<usize>,
     /// Jensen-Shannon divergence of each pair, by true topic.
     pub divergences: Vec<f64>,
+    /// Mean of `divergences` over the true topics.
     pub mean_divergence: f64,
 }
 

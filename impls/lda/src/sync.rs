@@ -24,9 +24,9 @@ use crate::problem::{Control, DeltaEncoding, IterationReport, LdaError, LdaParam
 
 /// AD-LDA with a barrier at every checkpoint.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Sync;
+pub struct SyncMasterWorker;
 
-impl MasterWorker for Sync {
+impl MasterWorker for SyncMasterWorker {
     const NAME: &'static str = "sync";
 
     /// Every worker takes part in as many rounds as the largest share needs.

@@ -424,6 +424,9 @@ impl MasterLink for CommMasterLink<'_> {
 }
 
 #[cfg(test)]
+mod malformed_input;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -65,7 +65,12 @@ fn sync_across_ranks_equals_sync_on_threads_bit_for_bit() {
             };
             let threads = train(variant("sync").unwrap().as_ref(), &corpus, &p);
             let ranks = on_ranks("sync", &corpus, &p, workers + 1);
-            assert_eq!(ranks.state, threads.state, "{}", describe(&lda::Sync, &p));
+            assert_eq!(
+                ranks.state,
+                threads.state,
+                "{}",
+                describe(&lda::SyncMasterWorker, &p)
+            );
             assert_eq!(ranks.final_loglik.to_bits(), threads.final_loglik.to_bits());
             assert_eq!(ranks.merges, threads.merges);
             assert_eq!(ranks.iterations, threads.iterations);
@@ -112,9 +117,9 @@ fn async_with_one_blocking_worker_across_ranks_equals_threads() {
 fn every_async_option_conserves_counts_across_ranks() {
     let corpus = corpus();
     for workers in [2, 3] {
-        for p in option_sets(&lda::Async, &params(workers)) {
+        for p in option_sets(&lda::AsyncMasterWorker, &params(workers)) {
             let out = on_ranks("async", &corpus, &p, workers + 1);
-            let what = describe(&lda::Async, &p);
+            let what = describe(&lda::AsyncMasterWorker, &p);
             assert!(
                 out.invariants.holds(),
                 "{what}: {:?}",

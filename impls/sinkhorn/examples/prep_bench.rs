@@ -4,8 +4,10 @@
 //! (rows in cache), which shows its compute-bound speed.
 //! `REPS=30 cargo run --release -p sinkhorn --example prep_bench -- [threads]`
 
-use sinkhorn::distance::{precompute, query_distances, Pool, WordSet};
+use sinkhorn::distance::query_distances;
 use sinkhorn::generate::{generate, SyntheticSpec};
+use sinkhorn::pool::Pool;
+use sinkhorn::precompute::{precompute, WordSet};
 use sinkhorn::Par;
 use std::time::Instant;
 

@@ -24,30 +24,51 @@ use thiserror::Error;
 /// Why a corpus or a query problem could not be built.
 #[derive(Debug, Error)]
 pub enum CorpusError {
+    /// A document has no token left after removing stop words and words without an embedding.
     #[error("document on line {line} has no word left ({tokens} tokens: {stop_words} stop words, {oov} without an embedding)")]
     EmptyDocument {
+        /// The line number the caller gave the document.
         line: usize,
+        /// Whitespace tokens the document had.
         tokens: usize,
+        /// How many of them were stop words.
         stop_words: usize,
+        /// How many of them had no embedding.
         oov: usize,
     },
+    /// The input held no document at all.
     #[error("there are no documents")]
     NoDocuments,
+    /// The query document index is not below the number of documents.
     #[error("query document {query} is out of range: there are {docs} documents (0-based)")]
-    QueryOutOfRange { query: usize, docs: usize },
+    QueryOutOfRange {
+        /// The 0-based query document asked for.
+        query: usize,
+        /// Documents in the corpus.
+        docs: usize,
+    },
+    /// [`query_problem`] got other embeddings than the corpus was built with (compared by size).
     #[error("the corpus was built with other embeddings ({corpus_words} words, dimension {corpus_dim}) than the ones given ({given_words} words, dimension {given_dim})")]
     EmbeddingsMismatch {
+        /// Words of the embeddings the corpus was built with.
         corpus_words: usize,
+        /// Dimension of the embeddings the corpus was built with.
         corpus_dim: usize,
+        /// Words of the embeddings given now.
         given_words: usize,
+        /// Dimension of the embeddings given now.
         given_dim: usize,
     },
+    /// More documents than `u32` column indices can address (the count is carried).
     #[error("too many documents for u32 column indices: {0}")]
     TooManyDocuments(usize),
+    /// The built histograms failed [`WmdProblem`]'s validation.
     #[error(transparent)]
     Problem(#[from] WmdError),
+    /// The document matrix could not be built as a CSR matrix.
     #[error(transparent)]
     Matrix(#[from] CsrError),
+    /// The embeddings could not be read or are invalid.
     #[error(transparent)]
     Embeddings(#[from] EmbeddingsError),
 }
@@ -64,9 +85,11 @@ pub enum CorpusVocab {
 /// What building a corpus removed, for reporting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CorpusStats {
+    /// Documents read.
     pub documents: usize,
     /// Every whitespace token read.
     pub tokens: usize,
+    /// Tokens dropped as stop words ([`parbench_common::text::is_stop_word`]).
     pub stop_words_removed: usize,
     /// Tokens dropped because the embeddings have no vector for them.
     pub oov_tokens: usize,
@@ -88,6 +111,7 @@ pub struct DocCorpus {
     lines: Vec<usize>,
     embedding_words: usize,
     embedding_dim: usize,
+    /// What building removed and kept, for reports.
     pub stats: CorpusStats,
 }
 

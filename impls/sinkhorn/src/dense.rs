@@ -13,10 +13,13 @@
 //! `loop`. The final step uses the same dense product, then `(K .* M) @ v` and the column sums of
 //! `u .* (...)`.
 
-use crate::distance::{self, DocState, Pool, QueryKernels, WordSet};
+use crate::iterate::DocState;
+use crate::pool::Pool;
+use crate::precompute::{QueryKernels, WordSet};
 use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
+use crate::{iterate, precompute, row_kernel};
 use crate::{Par, WmdSolver};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -51,7 +54,7 @@ impl WmdSolver for Dense {
         let mut phases = PhaseTimes::default();
         let mut flops = 0.0;
         let words = WordSet::all(problem.docs_by_word());
-        let kernels = distance::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
+        let kernels = precompute::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
 
         let n = problem.num_docs();
         let vocab = problem.vocab();
@@ -64,7 +67,7 @@ impl WmdSolver for Dense {
         let loop_start = Instant::now();
         phases.add("loop", 0.0);
         let iterations =
-            distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
+            iterate::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
                 state.clear_new();
                 for j0 in (0..n).step_by(block_docs) {
                     let j1 = (j0 + block_docs).min(n);
@@ -125,9 +128,9 @@ impl WmdSolver for Dense {
             let d: Vec<f64> = acc
                 .chunks_exact(kernels.stride)
                 .zip(state.u.chunks_exact(kernels.stride))
-                .map(|(a, u)| distance::dot(u, a))
+                .map(|(a, u)| row_kernel::dot(u, a))
                 .collect();
-            distance::check_distances(&d, params.lambda)?;
+            iterate::check_distances(&d, params.lambda)?;
             Ok(d)
         })?;
         flops +=
@@ -277,7 +280,7 @@ fn spmm_with(
         let (words, _) = by_doc.row(j);
         for (&w, &vij) in words.iter().zip(&v[indptr[j]..indptr[j + 1]]) {
             let w = w as usize;
-            distance::axpy(out, vij, &a[w * stride..(w + 1) * stride]);
+            row_kernel::axpy(out, vij, &a[w * stride..(w + 1) * stride]);
         }
     };
     let block = &mut out[j0 * stride..(j0 + active.len()) * stride];

@@ -118,51 +118,55 @@ pub(crate) unsafe fn distances(
         let next = blocks.peek().map(|b| row_pointers(b)).unwrap_or(rows);
         let mut norms = [0.0; MR];
         for (n, &row) in norms.iter_mut().zip(&rows) {
-            // SAFETY: `row` points at `d` values of `vecs` (above).
-            *n = squared_norm(std::slice::from_raw_parts(row, d));
+            // SAFETY: `row` points at `d` values of `vecs` (above); the CPU has AVX-512F (this
+            // function's contract), all `squared_norm` needs.
+            *n = unsafe { squared_norm(std::slice::from_raw_parts(row, d)) };
         }
         let mut col = 0;
         for p in 0..pack.vs.div_ceil(PANEL) {
             let cols = (pack.vs - col).min(PANEL);
-            // SAFETY: as above for `rows`; the panel holds `d x PANEL` values; `out` holds
-            // `block.len()` rows of `stride >= col + cols` values.
-            match cols.div_ceil(8) {
-                1 => panel_block::<1>(
-                    pack,
-                    p,
-                    &rows,
-                    &next,
-                    &norms,
-                    block.len(),
-                    col,
-                    cols,
-                    stride,
-                    out,
-                ),
-                2 => panel_block::<2>(
-                    pack,
-                    p,
-                    &rows,
-                    &next,
-                    &norms,
-                    block.len(),
-                    col,
-                    cols,
-                    stride,
-                    out,
-                ),
-                _ => panel_block::<3>(
-                    pack,
-                    p,
-                    &rows,
-                    &next,
-                    &norms,
-                    block.len(),
-                    col,
-                    cols,
-                    stride,
-                    out,
-                ),
+            // SAFETY: AVX-512F by this function's contract; as above for `rows`; the panel
+            // holds `d x PANEL` values; `out` holds `block.len()` rows of `stride >= col + cols`
+            // values.
+            unsafe {
+                match cols.div_ceil(8) {
+                    1 => panel_block::<1>(
+                        pack,
+                        p,
+                        &rows,
+                        &next,
+                        &norms,
+                        block.len(),
+                        col,
+                        cols,
+                        stride,
+                        out,
+                    ),
+                    2 => panel_block::<2>(
+                        pack,
+                        p,
+                        &rows,
+                        &next,
+                        &norms,
+                        block.len(),
+                        col,
+                        cols,
+                        stride,
+                        out,
+                    ),
+                    _ => panel_block::<3>(
+                        pack,
+                        p,
+                        &rows,
+                        &next,
+                        &norms,
+                        block.len(),
+                        col,
+                        cols,
+                        stride,
+                        out,
+                    ),
+                }
             }
             col += cols;
         }
@@ -201,12 +205,14 @@ unsafe fn panel_block<const NV: usize>(
                 _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(t) as *const i8);
             }
         }
-        // SAFETY: `t < d`, so `panel + t PANEL + 8 v + 8 <= d PANEL` and `rows[i] + t` are in
-        // bounds (caller's contract).
+        // SAFETY: `t < d` and `v < NV <= PANEL_VECTORS`, so `panel + t PANEL + 8 v + 8 <=
+        // d PANEL`, inside the panel, and the panel rows are 64-byte aligned (`QueryPack`) as
+        // the aligned load requires.
         let q: [__m512d; NV] =
-            std::array::from_fn(|v| _mm512_load_pd(panel.add(t * PANEL + 8 * v)));
+            std::array::from_fn(|v| unsafe { _mm512_load_pd(panel.add(t * PANEL + 8 * v)) });
         for i in 0..MR {
-            let a = _mm512_set1_pd(*rows[i].add(t));
+            // SAFETY: `rows[i]` points at `d` readable values (caller's contract) and `t < d`.
+            let a = _mm512_set1_pd(unsafe { *rows[i].add(t) });
             for v in 0..NV {
                 acc[i][v] = _mm512_fmadd_pd(a, q[v], acc[i][v]);
             }
@@ -216,27 +222,35 @@ unsafe fn panel_block<const NV: usize>(
     let minus_two = _mm512_set1_pd(-2.0);
     for i in 0..m {
         let na = _mm512_set1_pd(norms[i]);
-        let out_row = out.as_mut_ptr().add(i * stride + col);
+        // SAFETY: `i < m` and `col + cols <= stride`, so the offset is inside `out` (caller's
+        // contract: `m` rows of `stride` values).
+        let out_row = unsafe { out.as_mut_ptr().add(i * stride + col) };
         for (v, &dot) in acc[i].iter().enumerate() {
             let lanes = cols.saturating_sub(8 * v).min(8);
             let mask: __mmask8 = ((1u32 << lanes) - 1) as __mmask8;
-            // SAFETY: the norms are padded to whole panels.
-            let nq = _mm512_loadu_pd(pack.norms.as_ptr().add(p * PANEL + 8 * v));
+            // SAFETY: the norms are padded to whole panels, so the 8 values at
+            // `p PANEL + 8 v` (`v < NV <= PANEL_VECTORS`) exist.
+            let nq = unsafe { _mm512_loadu_pd(pack.norms.as_ptr().add(p * PANEL + 8 * v)) };
             let scale = _mm512_add_pd(na, nq);
             // `-2 a.q` is exact, so this is `scale + (-2 a.q)` with one rounding, as in the
             // portable path.
             let d2 = _mm512_fmadd_pd(minus_two, dot, scale);
             let cancelled =
                 _mm512_mask_cmp_pd_mask(mask, d2, _mm512_mul_pd(ratio, scale), _CMP_LE_OQ);
-            // SAFETY: lanes `< cols` of row `i` are inside `out` (caller's contract).
-            _mm512_mask_storeu_pd(out_row.add(8 * v), mask, _mm512_sqrt_pd(d2));
+            // SAFETY: the mask keeps lanes `8 v + l < cols` of row `i`, inside `out` (caller's
+            // contract); masked-off lanes are not accessed.
+            unsafe { _mm512_mask_storeu_pd(out_row.add(8 * v), mask, _mm512_sqrt_pd(d2)) };
             if cancelled != 0 {
                 for l in 0..8 {
                     if cancelled & (1 << l) != 0 {
                         let s = col + 8 * v + l;
-                        let a = std::slice::from_raw_parts(rows[i], d);
-                        let q = &pack.query[s * d..(s + 1) * d];
-                        *out_row.add(8 * v + l) = crate::distance::direct_distance(a, q);
+                        // SAFETY: `rows[i]` points at `d` readable values (caller's contract),
+                        // and lane `8 v + l < cols` (the mask) of row `i` is inside `out`.
+                        unsafe {
+                            let a = std::slice::from_raw_parts(rows[i], d);
+                            let q = &pack.query[s * d..(s + 1) * d];
+                            *out_row.add(8 * v + l) = crate::distance::direct_distance(a, q);
+                        }
                     }
                 }
             }
@@ -252,13 +266,13 @@ unsafe fn squared_norm(a: &[f64]) -> f64 {
     let mut chunks = a.chunks_exact(8);
     for c in &mut chunks {
         // SAFETY: `c` holds 8 values.
-        let x = _mm512_loadu_pd(c.as_ptr());
+        let x = unsafe { _mm512_loadu_pd(c.as_ptr()) };
         acc = _mm512_fmadd_pd(x, x, acc);
     }
     let tail = chunks.remainder();
     let mask: __mmask8 = ((1u32 << tail.len()) - 1) as __mmask8;
     // SAFETY: the masked load reads only the `tail.len()` values of `tail`.
-    let x = _mm512_maskz_loadu_pd(mask, tail.as_ptr());
+    let x = unsafe { _mm512_maskz_loadu_pd(mask, tail.as_ptr()) };
     acc = _mm512_fmadd_pd(x, x, acc);
     _mm512_reduce_add_pd(acc)
 }

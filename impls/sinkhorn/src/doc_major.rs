@@ -17,10 +17,14 @@
 //! hears one report per iteration index after the loop. `Control::Stop` ends that replay but cannot
 //! shorten work already done (the loop of a whole query takes milliseconds).
 
-use crate::distance::{self, KernelTask, Pool, QueryKernels, RowKernel, WordSet};
+use crate::flops::{final_flops, sddmm_spmm_flops, update_flops};
+use crate::pool::Pool;
+use crate::precompute::{QueryKernels, WordSet};
 use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
+use crate::row_kernel::{KernelTask, RowKernel};
+use crate::{iterate, precompute, row_kernel};
 use crate::{Par, WmdSolver};
 use parbench_common::partition::rows_balanced;
 use parbench_common::Csr;
@@ -110,7 +114,7 @@ fn solve_docs<K: RowKernel>(
         let (words, weights) = by_doc.row(j);
         s.rows.clear();
         s.rows.extend(words.iter().map(|&w| position[w as usize]));
-        distance::init_doc(&mut s.x, &mut s.u, vs);
+        iterate::init_doc(&mut s.x, &mut s.u, vs);
         for iteration in 0..params.max_iter {
             s.x_new.fill(0.0);
             for (&k, &c) in s.rows.iter().zip(weights) {
@@ -118,7 +122,7 @@ fn solve_docs<K: RowKernel>(
                 let w = c / kernel.dot(kernels.kt_row(k), &s.u);
                 kernel.axpy(&mut s.x_new, w, kernels.kr_row(k));
             }
-            let change = distance::update_doc(&mut s.x, &mut s.u, &s.x_new, vs, params.lambda)?;
+            let change = iterate::update_doc(&mut s.x, &mut s.u, &s.x_new, vs, params.lambda)?;
             stats.loop_nnz += words.len();
             let converged = params.tol.is_some_and(|t| change <= t);
             stats.record(iteration, change, !converged);
@@ -163,7 +167,7 @@ impl WmdSolver for DocMajorFused {
         let mut phases = PhaseTimes::default();
         let mut flops = 0.0;
         let words = WordSet::used(problem.docs_by_word());
-        let kernels = distance::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
+        let kernels = precompute::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
         let by_doc = problem.docs_by_doc();
         let n = problem.num_docs();
 
@@ -188,7 +192,7 @@ impl WmdSolver for DocMajorFused {
                 docs,
                 out,
             };
-            distance::dispatch(kernels.stride, task)
+            row_kernel::dispatch(kernels.stride, task)
         };
         let stats: Vec<PartStats> = if pool.threads() > 1 {
             pool.run(|| pieces.into_par_iter().map(run).collect::<Result<_, _>>())?
@@ -213,7 +217,7 @@ impl WmdSolver for DocMajorFused {
                         .fold(0.0, f64::max),
                 };
                 let ran: usize = stats.iter().map(|s| get(&s.ran)).sum();
-                flops += distance::update_flops(ran, kernels.vs);
+                flops += update_flops(ran, kernels.vs);
                 if progress(&report) == Control::Stop {
                     break;
                 }
@@ -221,8 +225,7 @@ impl WmdSolver for DocMajorFused {
             iterations
         });
         let loop_nnz: usize = stats.iter().map(|s| s.loop_nnz).sum();
-        flops += distance::sddmm_spmm_flops(loop_nnz, kernels.vs)
-            + distance::final_flops(problem.nnz(), kernels.vs);
+        flops += sddmm_spmm_flops(loop_nnz, kernels.vs) + final_flops(problem.nnz(), kernels.vs);
         Ok(WmdOutput {
             distances,
             iterations,

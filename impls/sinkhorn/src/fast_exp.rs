@@ -14,11 +14,23 @@
 /// Replaces every value of `xs` by its exponential.
 pub fn exp_in_place(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    if has_avx512f() {
         // SAFETY: the CPU supports AVX-512F (checked just above).
         unsafe { avx512::exp_in_place(xs) };
         return;
     }
+    exp_in_place_portable(xs)
+}
+
+/// Whether [`exp_in_place`] takes the AVX-512F path on this CPU.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx512f() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+/// The path [`exp_in_place`] takes without AVX-512F, whatever the CPU has: std's `exp` per
+/// value. Callable directly so that tests on an AVX-512 host still check it.
+pub(crate) fn exp_in_place_portable(xs: &mut [f64]) {
     for x in xs {
         *x = x.exp();
     }
@@ -58,23 +70,29 @@ mod avx512 {
     pub(super) unsafe fn exp_in_place(xs: &mut [f64]) {
         let mut chunks = xs.chunks_exact_mut(8);
         for c in &mut chunks {
-            // SAFETY: `c` holds 8 values.
-            let x = _mm512_loadu_pd(c.as_ptr());
-            let (y, ok) = exp8(x);
-            _mm512_storeu_pd(c.as_mut_ptr(), y);
-            if ok != 0xff {
-                fix_lanes(c, x, ok);
+            // SAFETY: `c` holds 8 values, so the load and the store stay inside it; the CPU has
+            // AVX-512F (this function's contract), all `exp8` and `fix_lanes` need.
+            unsafe {
+                let x = _mm512_loadu_pd(c.as_ptr());
+                let (y, ok) = exp8(x);
+                _mm512_storeu_pd(c.as_mut_ptr(), y);
+                if ok != 0xff {
+                    fix_lanes(c, x, ok);
+                }
             }
         }
         let tail = chunks.into_remainder();
         if !tail.is_empty() {
             let mask: __mmask8 = ((1u32 << tail.len()) - 1) as __mmask8;
-            // SAFETY: masked loads and stores touch only the `tail.len()` values of `tail`.
-            let x = _mm512_maskz_loadu_pd(mask, tail.as_ptr());
-            let (y, ok) = exp8(x);
-            _mm512_mask_storeu_pd(tail.as_mut_ptr(), mask, y);
-            if ok | !mask != 0xff {
-                fix_lanes(tail, x, ok);
+            // SAFETY: masked loads and stores touch only the `tail.len()` values of `tail`; the
+            // CPU has AVX-512F (this function's contract), all `exp8` and `fix_lanes` need.
+            unsafe {
+                let x = _mm512_maskz_loadu_pd(mask, tail.as_ptr());
+                let (y, ok) = exp8(x);
+                _mm512_mask_storeu_pd(tail.as_mut_ptr(), mask, y);
+                if ok | !mask != 0xff {
+                    fix_lanes(tail, x, ok);
+                }
             }
         }
     }
@@ -85,8 +103,8 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     unsafe fn fix_lanes(out: &mut [f64], x: __m512d, ok: __mmask8) {
         let mut args = [0.0; 8];
-        // SAFETY: `args` holds 8 values.
-        _mm512_storeu_pd(args.as_mut_ptr(), x);
+        // SAFETY: `args` holds 8 values, all the unaligned store writes.
+        unsafe { _mm512_storeu_pd(args.as_mut_ptr(), x) };
         for (l, y) in out.iter_mut().enumerate() {
             if ok & (1 << l) == 0 {
                 *y = args[l].exp();
@@ -130,8 +148,31 @@ mod tests {
         (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs()
     }
 
-    #[test]
-    fn matches_std_exp_within_a_few_ulp() {
+    /// One implementation of `exp_in_place`.
+    type ExpPath = fn(&mut [f64]);
+
+    /// Every implementation of `exp_in_place` this CPU can run, by name: the portable path
+    /// always (called directly, so it is checked on an AVX-512 host too), the AVX-512F kernel
+    /// only where the CPU has it (called directly too, not through the dispatch).
+    fn paths() -> Vec<(&'static str, ExpPath)> {
+        let mut paths: Vec<(&'static str, ExpPath)> = vec![("portable", exp_in_place_portable)];
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512f() {
+            fn avx512(xs: &mut [f64]) {
+                // SAFETY: only listed where the CPU has AVX-512F.
+                unsafe { avx512::exp_in_place(xs) }
+            }
+            paths.push(("avx512f", avx512));
+        }
+        paths
+    }
+
+    fn path_names() -> Vec<&'static str> {
+        paths().iter().map(|p| p.0).collect()
+    }
+
+    /// Arguments across the precompute's range and the edges of the vector path.
+    fn arguments() -> Vec<f64> {
         let mut args: Vec<f64> = vec![
             0.0, -0.0, 1e-300, -1e-300, 5e-324, 1e-17, -1e-17, 0.5, -0.5, 1.0, -1.0, -700.0,
             -708.0, -708.4, -709.0, -720.0, -745.0, -745.2, -746.0, -1e4, 700.0, 709.0, 709.7,
@@ -148,29 +189,77 @@ mod tests {
             let c = k as f64 * std::f64::consts::LN_2 / 2.0;
             args.extend([c, c.next_up(), c.next_down()]);
         }
-        // Odd lengths exercise the masked tail.
-        for len in [args.len(), args.len() - 3] {
-            let mut ys = args[..len].to_vec();
-            exp_in_place(&mut ys);
-            for (&x, &y) in args.iter().zip(&ys) {
-                let e = x.exp();
-                if e == 0.0 || e.is_infinite() {
-                    assert_eq!(y, e, "exp({x:e})");
-                } else {
-                    assert!(ulps(y, e) <= 2, "exp({x:e}) = {y:e}, std {e:e}");
+        args
+    }
+
+    /// The bound: 2 ulp against std's `f64::exp` (the AVX-512F kernel measures at most 1), exact
+    /// agreement where std gives 0 or infinity.
+    const MAX_ULPS: u64 = 2;
+
+    #[test]
+    fn every_path_matches_std_exp_within_2_ulp() {
+        let args = arguments();
+        let names = path_names();
+        eprintln!("fast_exp: checking the paths {names:?} against f64::exp");
+        for (name, exp) in paths() {
+            // Odd lengths exercise the masked tail.
+            for len in [args.len(), args.len() - 3, 7, 1] {
+                let mut ys = args[..len].to_vec();
+                exp(&mut ys);
+                for (&x, &y) in args.iter().zip(&ys) {
+                    let e = x.exp();
+                    if e == 0.0 || e.is_infinite() {
+                        assert_eq!(y, e, "{name} (paths run: {names:?}): exp({x:e})");
+                    } else {
+                        assert!(
+                            ulps(y, e) <= MAX_ULPS,
+                            "{name} (paths run: {names:?}): exp({x:e}) = {y:e}, std {e:e}"
+                        );
+                    }
                 }
             }
         }
+        // The dispatch takes the widest path the CPU has.
+        let mut dispatched = args.clone();
+        exp_in_place(&mut dispatched);
+        let (widest, exp) = *paths().last().unwrap();
+        let mut direct = args.clone();
+        exp(&mut direct);
+        assert_eq!(
+            dispatched.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
+            direct.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
+            "exp_in_place is not the {widest} path"
+        );
     }
 
     #[test]
-    fn special_values_follow_std() {
-        let mut ys = vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0];
-        exp_in_place(&mut ys);
-        assert!(ys[0].is_nan());
-        assert_eq!(ys[1], f64::INFINITY);
-        assert_eq!(ys[2], 0.0);
-        assert_eq!(ys[3], 1.0);
-        assert_eq!(ys[4], 1.0);
+    fn special_values_follow_std_on_every_path() {
+        let names = path_names();
+        eprintln!("fast_exp: special values on the paths {names:?}");
+        for (name, exp) in paths() {
+            // Padded to a full vector and beyond, so both the vector body and the tail see them.
+            let mut ys = vec![
+                f64::NAN,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                0.0,
+                -0.0,
+                f64::MAX,
+                f64::MIN,
+                f64::MIN_POSITIVE,
+                f64::NAN,
+            ];
+            exp(&mut ys);
+            let what = format!("{name} (paths run: {names:?})");
+            assert!(ys[0].is_nan(), "{what}");
+            assert_eq!(ys[1], f64::INFINITY, "{what}");
+            assert_eq!(ys[2], 0.0, "{what}");
+            assert_eq!(ys[3], 1.0, "{what}");
+            assert_eq!(ys[4], 1.0, "{what}");
+            assert_eq!(ys[5], f64::INFINITY, "{what}");
+            assert_eq!(ys[6], 0.0, "{what}");
+            assert_eq!(ys[7], 1.0, "{what}");
+            assert!(ys[8].is_nan(), "{what}");
+        }
     }
 }

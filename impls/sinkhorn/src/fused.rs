@@ -13,10 +13,15 @@
 //! doubles: 800 KB at the paper's shape, in L2). `M` and `K` cover only the words some target
 //! document uses.
 
-use crate::distance::{self, DocState, KernelTask, Pool, QueryKernels, RowKernel, WordSet};
+use crate::flops::{final_flops, sddmm_spmm_flops};
+use crate::iterate::DocState;
+use crate::pool::Pool;
+use crate::precompute::{QueryKernels, WordSet};
 use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
+use crate::row_kernel::{KernelTask, RowKernel};
+use crate::{iterate, precompute, row_kernel};
 use crate::{Par, WmdSolver};
 use std::time::Instant;
 
@@ -63,7 +68,7 @@ pub(crate) fn sddmm_spmm_type1(
     active: &[bool],
     acc: &mut [f64],
 ) {
-    distance::dispatch(
+    row_kernel::dispatch(
         kernels.stride,
         Type1 {
             words,
@@ -131,7 +136,7 @@ pub(crate) fn sddmm_spmm_type2(
     u: &[f64],
     wmd: &mut [f64],
 ) {
-    distance::dispatch(
+    row_kernel::dispatch(
         kernels.stride,
         Type2 {
             words,
@@ -196,7 +201,7 @@ impl WmdSolver for FusedSddmmSpmm {
         let mut flops = 0.0;
         let c = problem.docs_by_word();
         let words = WordSet::used(c);
-        let kernels = distance::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
+        let kernels = precompute::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
         let all = NonzeroRange {
             row: 0,
             first: 0,
@@ -206,7 +211,7 @@ impl WmdSolver for FusedSddmmSpmm {
 
         let loop_start = Instant::now();
         let iterations =
-            distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
+            iterate::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
                 state.clear_new();
                 sddmm_spmm_type1(
                     &words,
@@ -219,7 +224,7 @@ impl WmdSolver for FusedSddmmSpmm {
                     &state.active,
                     &mut state.x_new,
                 );
-                Ok(distance::sddmm_spmm_flops(state.active_nnz, kernels.vs))
+                Ok(sddmm_spmm_flops(state.active_nnz, kernels.vs))
             })?;
         phases.add("loop", loop_start.elapsed().as_secs_f64());
 
@@ -234,10 +239,10 @@ impl WmdSolver for FusedSddmmSpmm {
                 &state.u,
                 &mut wmd,
             );
-            distance::check_distances(&wmd, params.lambda)?;
+            iterate::check_distances(&wmd, params.lambda)?;
             Ok(wmd)
         })?;
-        flops += distance::final_flops(c.nnz(), kernels.vs);
+        flops += final_flops(c.nnz(), kernels.vs);
         Ok(WmdOutput {
             distances,
             iterations,

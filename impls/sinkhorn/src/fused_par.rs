@@ -31,11 +31,16 @@
 //! Results equal `fused` up to rounding: the order of the partial sums of rows cut between two
 //! parts, and `(sum K v) / r` for `sum (K / r) v`.
 
-use crate::distance::{self, DocState, Pool, WordSet, ZeroedBuf};
+use crate::buffer::ZeroedBuf;
+use crate::flops::{final_flops, sddmm_spmm_flops, update_flops};
 use crate::fused::{sddmm_spmm_type1, sddmm_spmm_type2, NonzeroRange};
+use crate::iterate::DocState;
+use crate::pool::Pool;
+use crate::precompute::WordSet;
 use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
+use crate::{iterate, precompute, row_kernel};
 use crate::{Par, WmdSolver};
 use parbench_common::partition::nnz_balanced;
 use rayon::prelude::*;
@@ -71,7 +76,7 @@ impl WmdSolver for FusedSddmmSpmmPar {
         let n = problem.num_docs();
         let words = WordSet::used(c);
         let kernels =
-            distance::prepare_without_kr(problem, params, &words, &pool, &mut phases, &mut flops);
+            precompute::prepare_without_kr(problem, params, &words, &pool, &mut phases, &mut flops);
         let parts = pool.threads();
         let ranges: Vec<NonzeroRange> = nnz_balanced(&words.row_ptr, parts)
             .windows(2)
@@ -118,10 +123,10 @@ impl WmdSolver for FusedSddmmSpmmPar {
                     *a += b;
                 }
             }
-            distance::check_distances(&wmd, params.lambda)?;
+            iterate::check_distances(&wmd, params.lambda)?;
             Ok(wmd)
         })?;
-        flops += distance::final_flops(c.nnz(), kernels.vs) + (parts * n) as f64;
+        flops += final_flops(c.nnz(), kernels.vs) + (parts * n) as f64;
         Ok(WmdOutput {
             distances,
             iterations,
@@ -233,7 +238,10 @@ impl<T> Shared<T> {
     /// # Safety
     /// No thread writes any part of the slice while the result lives.
     unsafe fn get(&self) -> &[T] {
-        std::slice::from_raw_parts(self.ptr, self.len)
+        // SAFETY: `ptr` and `len` come from a live `&mut [T]` that outlives the parallel region
+        // (`Shared::new`, `LoopRun::run`), and the caller guarantees no concurrent writer, so a
+        // shared view of it is sound.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// # Safety
@@ -241,7 +249,12 @@ impl<T> Shared<T> {
     #[allow(clippy::mut_from_ref)]
     unsafe fn get_mut(&self, range: std::ops::Range<usize>) -> &mut [T] {
         assert!(range.start <= range.end && range.end <= self.len);
-        std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.end - range.start)
+        // SAFETY: `range` lies inside the slice (asserted above), which outlives the parallel
+        // region (`Shared::new`, `LoopRun::run`); the caller guarantees no other thread touches
+        // `range` meanwhile, so this is the only live reference to it.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.end - range.start)
+        }
     }
 }
 
@@ -258,7 +271,7 @@ struct GatherStats {
 struct LoopRun<'a> {
     words: &'a WordSet,
     c: &'a parbench_common::Csr,
-    kernels: &'a distance::QueryKernels,
+    kernels: &'a precompute::QueryKernels,
     ranges: &'a [NonzeroRange],
     /// The query weights `r`.
     weights: &'a [f64],
@@ -271,7 +284,7 @@ struct LoopRun<'a> {
 struct Region<'a> {
     words: &'a WordSet,
     c: &'a parbench_common::Csr,
-    kernels: &'a distance::QueryKernels,
+    kernels: &'a precompute::QueryKernels,
     ranges: &'a [NonzeroRange],
     /// Row length of `x`, `u` and the accumulators.
     stride: usize,
@@ -415,7 +428,7 @@ impl Region<'_> {
         };
         let lens = &self.doc_lens[docs];
         let (vs, tol, lambda) = (self.weights.len(), self.tol, self.lambda);
-        distance::vectorized(
+        row_kernel::vectorized(
             #[inline(always)]
             || {
                 let mut xn = vec![0.0; stride];
@@ -431,7 +444,7 @@ impl Region<'_> {
                         continue;
                     }
                     sum_and_clear(&mut accs, jj * stride, &mut xn, &self.weights);
-                    let (change, still) = distance::settle_doc(x, u, &xn, a, vs, tol, lambda)?;
+                    let (change, still) = iterate::settle_doc(x, u, &xn, a, vs, tol, lambda)?;
                     stats.max_change = stats.max_change.max(change);
                     if still {
                         stats.still += 1;
@@ -502,9 +515,9 @@ impl Region<'_> {
             let mut go_on = result.is_ok();
             if go_on {
                 let (active_before, nnz_before) = *counts;
-                *flops += distance::sddmm_spmm_flops(nnz_before, vs)
+                *flops += sddmm_spmm_flops(nnz_before, vs)
                     + (active_before * (self.accs.len() * stride + vs)) as f64
-                    + distance::update_flops(active_before, vs);
+                    + update_flops(active_before, vs);
                 *counts = (still, nnz);
                 *iterations += 1;
                 let report = IterationReport {
@@ -558,7 +571,7 @@ fn sum_and_clear(accs: &mut [&mut [f64]], at: usize, xn: &mut [f64], weights: &[
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::NonzeroRange;
-    use crate::distance::{QueryKernels, WordSet};
+    use crate::precompute::{QueryKernels, WordSet};
     use parbench_common::Csr;
     use std::arch::x86_64::*;
 
@@ -663,10 +676,11 @@ mod avx512 {
             for line in (0..S * 8).step_by(64) {
                 _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line));
             }
-            // SAFETY: masked loads read only lanes `< S` of `krow` (`masks` covers `S` lanes).
             let kv: [__m512d; 4] = std::array::from_fn(|v| {
                 if v < nv {
-                    _mm512_maskz_loadu_pd(masks[v], krow.as_ptr().add(8 * v))
+                    // SAFETY: `8 v < S` for `v < nv`, so the pointer stays inside `krow`, and the
+                    // masked load reads only lanes `< S` of `krow` (`masks` covers `S` lanes).
+                    unsafe { _mm512_maskz_loadu_pd(masks[v], krow.as_ptr().add(8 * v)) }
                 } else {
                     _mm512_setzero_pd()
                 }
@@ -685,17 +699,24 @@ mod avx512 {
                 }
                 let uj = &u[j * S..(j + 1) * S];
                 let aj = &mut acc[j * S..(j + 1) * S];
-                // SAFETY: every load and store is masked to the `S` lanes of `uj` / `aj`.
-                let mut d = _mm512_mul_pd(kv[0], _mm512_maskz_loadu_pd(masks[0], uj.as_ptr()));
+                // SAFETY (the unsafe blocks below): `uj` and `aj` are bounds-checked slices of
+                // `S` values and `8 v < S` for `v < nv`, so every pointer stays inside them; every
+                // load and store is masked to their `S` lanes; `aj` is borrowed mutably, so no
+                // other reference sees the stores.
+                let mut d = _mm512_mul_pd(kv[0], unsafe {
+                    _mm512_maskz_loadu_pd(masks[0], uj.as_ptr())
+                });
                 for v in 1..nv {
-                    let x = _mm512_maskz_loadu_pd(masks[v], uj.as_ptr().add(8 * v));
+                    let x = unsafe { _mm512_maskz_loadu_pd(masks[v], uj.as_ptr().add(8 * v)) };
                     d = _mm512_fmadd_pd(kv[v], x, d);
                 }
                 let w = _mm512_set1_pd(c / _mm512_reduce_add_pd(d));
                 for v in 0..nv {
-                    let at = aj.as_mut_ptr().add(8 * v);
-                    let y = _mm512_maskz_loadu_pd(masks[v], at);
-                    _mm512_mask_storeu_pd(at, masks[v], _mm512_fmadd_pd(w, kv[v], y));
+                    unsafe {
+                        let at = aj.as_mut_ptr().add(8 * v);
+                        let y = _mm512_maskz_loadu_pd(masks[v], at);
+                        _mm512_mask_storeu_pd(at, masks[v], _mm512_fmadd_pd(w, kv[v], y));
+                    }
                 }
             }
             k += 1;

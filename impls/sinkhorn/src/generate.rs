@@ -29,6 +29,7 @@ pub struct SyntheticSpec {
     pub query_words: usize,
     /// Exponent of the Zipf law words are drawn from (0 is uniform).
     pub zipf_exponent: f64,
+    /// Seed of the generator: the same spec and seed give the same problem, bit for bit.
     pub seed: u64,
 }
 

@@ -33,6 +33,8 @@
 //! `x` is at most `tol`, so a document's distance never depends on which other documents share the
 //! batch, and all variants agree.
 
+#![warn(missing_docs)]
+
 mod buffer;
 pub mod corpus;
 pub mod dense;
@@ -41,13 +43,19 @@ pub mod distance;
 mod distance_avx512;
 pub mod doc_major;
 mod fast_exp;
+pub mod flops;
 pub mod fused;
 pub mod fused_par;
 pub mod generate;
+pub mod iterate;
+pub mod pool;
+pub mod precompute;
 pub mod problem;
 pub mod reference;
+pub mod row_kernel;
 pub mod sparse;
 
+pub use buffer::ZeroedBuf;
 pub use dense::Dense;
 pub use doc_major::DocMajorFused;
 pub use fused::FusedSddmmSpmm;

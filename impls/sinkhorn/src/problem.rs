@@ -7,46 +7,99 @@ use thiserror::Error;
 /// What can be wrong with a Sinkhorn-WMD problem or run.
 #[derive(Debug, Error, PartialEq)]
 pub enum WmdError {
+    /// The embedding array is not `vocab x dim` long.
     #[error("embeddings have {len} values, expected vocabulary {vocab} x dimension {dim}")]
     EmbeddingShape {
+        /// Length of the embedding array.
         len: usize,
+        /// Vocabulary size V (rows of the document matrix).
         vocab: usize,
+        /// Embedding dimension d.
         dim: usize,
     },
+    /// An embedding component is NaN or infinite.
     #[error("embedding of word {word} has a non-finite value ({value}) in component {component}")]
     EmbeddingNotFinite {
+        /// The word (row of the embeddings).
         word: usize,
+        /// 0-based component within its vector.
         component: usize,
+        /// The offending value.
         value: f64,
     },
+    /// The query histogram has no words.
     #[error("the query histogram is empty or sums to zero")]
     EmptyQuery,
+    /// A query word id is not below the vocabulary size.
     #[error("query word {word} is out of the vocabulary (size {vocab})")]
-    QueryWordOutOfRange { word: usize, vocab: usize },
-    #[error("query weight of word {word} is {weight}; weights must be finite and positive")]
-    BadQueryWeight { word: usize, weight: f64 },
-    #[error("query word {word} appears twice")]
-    DuplicateQueryWord { word: usize },
-    #[error("query weights sum to {sum}, expected 1 (normalize the histogram)")]
-    QueryNotNormalized { sum: f64 },
-    #[error("the document matrix has {rows} rows, expected one per vocabulary word ({vocab})")]
-    DocsShape { rows: usize, vocab: usize },
-    #[error("target document {doc} is empty (its column sums to {sum})")]
-    EmptyDocument { doc: usize, sum: f64 },
-    #[error("target document {doc} has a negative weight {weight} for word {word}")]
-    NegativeDocWeight {
-        doc: usize,
+    QueryWordOutOfRange {
+        /// The word id.
         word: usize,
+        /// Vocabulary size V.
+        vocab: usize,
+    },
+    /// A query weight is zero, negative, NaN or infinite.
+    #[error("query weight of word {word} is {weight}; weights must be finite and positive")]
+    BadQueryWeight {
+        /// The word carrying it.
+        word: usize,
+        /// The weight.
         weight: f64,
     },
+    /// The query lists a word twice.
+    #[error("query word {word} appears twice")]
+    DuplicateQueryWord {
+        /// The repeated word id.
+        word: usize,
+    },
+    /// The query weights do not sum to 1 (within 1e-9).
+    #[error("query weights sum to {sum}, expected 1 (normalize the histogram)")]
+    QueryNotNormalized {
+        /// Their sum.
+        sum: f64,
+    },
+    /// The document matrix `c` does not have one row per vocabulary word.
+    #[error("the document matrix has {rows} rows, expected one per vocabulary word ({vocab})")]
+    DocsShape {
+        /// Rows of `c`.
+        rows: usize,
+        /// Vocabulary size V.
+        vocab: usize,
+    },
+    /// A target document's column of `c` sums to 0, or not to 1 (within 1e-9): histograms must be
+    /// normalized.
+    #[error("target document {doc} is empty (its column sums to {sum})")]
+    EmptyDocument {
+        /// The document (column of `c`).
+        doc: usize,
+        /// Its column sum.
+        sum: f64,
+    },
+    /// A document weight is negative.
+    #[error("target document {doc} has a negative weight {weight} for word {word}")]
+    NegativeDocWeight {
+        /// The document (column of `c`).
+        doc: usize,
+        /// The word (row of `c`).
+        word: usize,
+        /// The weight.
+        weight: f64,
+    },
+    /// The document matrix has no columns.
     #[error("there are no target documents")]
     NoDocuments,
+    /// `lambda` is zero, negative or not finite (the value is carried).
     #[error("lambda must be finite and positive, got {0}")]
     BadLambda(f64),
+    /// The tolerance is negative or not finite (the value is carried).
     #[error("tolerance must be finite and non-negative, got {0}")]
     BadTolerance(f64),
+    /// An iterate or a distance became zero or non-finite: `exp(-lambda M)` underflowed.
     #[error("the iteration produced a non-finite value (lambda {lambda} is probably too large for these distances: exp(-lambda * M) underflows to 0)")]
-    Underflow { lambda: f64 },
+    Underflow {
+        /// The `lambda` of the run (lower it, or scale the distances down).
+        lambda: f64,
+    },
 }
 
 /// A query histogram against a collection of target documents, with the word embeddings.
@@ -256,6 +309,7 @@ impl PhaseTimes {
 pub struct IterationReport {
     /// Iterations completed so far (1-based).
     pub iteration: usize,
+    /// The iteration limit the run was given ([`SinkhornParams::max_iter`]).
     pub max_iter: usize,
     /// Documents still iterating (all of them without a tolerance).
     pub active_docs: usize,
@@ -266,7 +320,9 @@ pub struct IterationReport {
 /// What the progress callback wants next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Control {
+    /// Go on with the next iteration.
     Continue,
+    /// Stop after this iteration; the solver returns the distances of the state reached.
     Stop,
 }
 

@@ -9,10 +9,15 @@
 //! nonzero and two more passes over the CSR per iteration. That traffic is what fusing removes.
 //! The final step does the same with `(K .* M)` into a `v_s x N` product, then `u .* ...` summed.
 
-use crate::distance::{self, DocState, KernelTask, Pool, QueryKernels, RowKernel, WordSet};
+use crate::flops::{final_flops, sddmm_spmm_flops};
+use crate::iterate::DocState;
+use crate::pool::Pool;
+use crate::precompute::{QueryKernels, WordSet};
 use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
+use crate::row_kernel::{KernelTask, RowKernel};
+use crate::{iterate, precompute, row_kernel};
 use crate::{Par, WmdSolver};
 use std::time::Instant;
 
@@ -160,14 +165,14 @@ impl WmdSolver for SparseSddmmSpmm {
         let mut flops = 0.0;
         let c = problem.docs_by_word();
         let words = WordSet::used(c);
-        let kernels = distance::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
+        let kernels = precompute::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
         let stride = kernels.stride;
         let mut v = SparseV::new(c.nnz(), problem.num_docs());
         let mut state = DocState::new(problem, params);
 
         let loop_start = Instant::now();
         let iterations =
-            distance::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
+            iterate::run_loop(params, &mut state, &pool, progress, &mut flops, |state| {
                 state.clear_new();
                 let (u, active, a) = (&state.u, &state.active, &kernels.kr);
                 let task = SparseProduct {
@@ -180,8 +185,8 @@ impl WmdSolver for SparseSddmmSpmm {
                     a,
                     out: &mut state.x_new,
                 };
-                distance::dispatch(stride, task);
-                Ok(distance::sddmm_spmm_flops(state.active_nnz, kernels.vs))
+                row_kernel::dispatch(stride, task);
+                Ok(sddmm_spmm_flops(state.active_nnz, kernels.vs))
             })?;
         phases.add("loop", loop_start.elapsed().as_secs_f64());
 
@@ -199,16 +204,16 @@ impl WmdSolver for SparseSddmmSpmm {
                 a,
                 out: &mut kmv,
             };
-            distance::dispatch(stride, task);
+            row_kernel::dispatch(stride, task);
             let wmd: Vec<f64> = kmv
                 .chunks_exact(stride)
                 .zip(state.u.chunks_exact(stride))
-                .map(|(a, u)| distance::dot(u, a))
+                .map(|(a, u)| row_kernel::dot(u, a))
                 .collect();
-            distance::check_distances(&wmd, params.lambda)?;
+            iterate::check_distances(&wmd, params.lambda)?;
             Ok(wmd)
         })?;
-        flops += distance::final_flops(c.nnz(), kernels.vs);
+        flops += final_flops(c.nnz(), kernels.vs);
         Ok(WmdOutput {
             distances,
             iterations,

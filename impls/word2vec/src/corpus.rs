@@ -26,17 +26,50 @@ pub const MAX_SENTENCE_WORDS: usize = 1000;
 /// What can be wrong with a corpus.
 #[derive(Debug, Error)]
 pub enum CorpusError {
+    /// The corpus file could not be opened.
     #[error("cannot read corpus {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The text holds no word at all.
     #[error("{path}: the corpus has no words (it is empty or only whitespace)")]
-    Empty { path: PathBuf },
-    #[error("{path}: byte {offset} starts a word that is not valid UTF-8 (convert the file to UTF-8, e.g. with iconv)")]
-    NotUtf8 { path: PathBuf, offset: u64 },
+    Empty {
+        /// The file (or the name given to the reader).
+        path: PathBuf,
+    },
+    /// A word is not valid UTF-8.
+    #[error("{path}:{line}: byte {offset} starts a word that is not valid UTF-8 (convert the file to UTF-8, e.g. with iconv)")]
+    NotUtf8 {
+        /// The file (or the name given to the reader).
+        path: PathBuf,
+        /// The 1-based line of the word.
+        line: u64,
+        /// 0-based byte offset of the word in the (decompressed) text.
+        offset: u64,
+    },
+    /// The text could not be read on: an I/O error, or a damaged gzip stream.
+    #[error("{path}:{line}: cannot read the corpus on: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line being read.
+        line: u64,
+        /// What reading gave.
+        source: io::Error,
+    },
+    /// No word reaches `min_count`, so the vocabulary would be empty.
     #[error("{path}: no word occurs at least {min_count} times ({distinct} distinct words in {tokens} tokens); lower min_count")]
     EmptyVocabulary {
+        /// The file (or the name given to the reader).
         path: PathBuf,
+        /// The `min_count` asked for.
         min_count: u64,
+        /// Distinct words in the text.
         distinct: usize,
+        /// Tokens in the text (up to `max_tokens`).
         tokens: u64,
     },
 }
@@ -112,10 +145,14 @@ impl Corpus {
         let mut word: Vec<u8> = Vec::with_capacity(64);
         let mut offset: u64 = 0;
         let mut word_start: u64 = 0;
+        // 1-based line of the byte being read, and of the word being read (errors name them).
+        let mut line: u64 = 1;
+        let mut word_line: u64 = 1;
         let max_tokens = options.max_tokens.unwrap_or(u64::MAX);
-        let mut push_word = |word: &mut Vec<u8>, start: u64, ids: &mut Vec<u32>| {
+        let mut push_word = |word: &mut Vec<u8>, (line, start): (u64, u64), ids: &mut Vec<u32>| {
             let text = std::str::from_utf8(word).map_err(|_| CorpusError::NotUtf8 {
                 path: path.to_path_buf(),
+                line,
                 offset: start,
             })?;
             ids.push(counted.add(text));
@@ -123,8 +160,9 @@ impl Corpus {
             Ok::<(), CorpusError>(())
         };
         'read: loop {
-            let buf = reader.fill_buf().map_err(|source| CorpusError::Io {
+            let buf = reader.fill_buf().map_err(|source| CorpusError::Read {
                 path: path.to_path_buf(),
+                line,
                 source,
             })?;
             if buf.is_empty() {
@@ -135,18 +173,22 @@ impl Corpus {
                 match b {
                     b' ' | b'\t' | b'\r' | b'\n' => {
                         if !word.is_empty() {
-                            push_word(&mut word, word_start, &mut raw_ids)?;
+                            push_word(&mut word, (word_line, word_start), &mut raw_ids)?;
                             if raw_ids.len() as u64 >= max_tokens {
                                 break 'read;
                             }
                         }
-                        if b == b'\n' && line_ends.last() != Some(&raw_ids.len()) {
-                            line_ends.push(raw_ids.len());
+                        if b == b'\n' {
+                            line += 1;
+                            if line_ends.last() != Some(&raw_ids.len()) {
+                                line_ends.push(raw_ids.len());
+                            }
                         }
                     }
                     _ => {
                         if word.is_empty() {
                             word_start = offset;
+                            word_line = line;
                         }
                         word.push(b);
                     }
@@ -156,7 +198,7 @@ impl Corpus {
             reader.consume(len);
         }
         if !word.is_empty() && (raw_ids.len() as u64) < max_tokens {
-            push_word(&mut word, word_start, &mut raw_ids)?;
+            push_word(&mut word, (word_line, word_start), &mut raw_ids)?;
         }
         if raw_ids.is_empty() {
             return Err(CorpusError::Empty {
@@ -237,6 +279,7 @@ impl Corpus {
         }
     }
 
+    /// The vocabulary: words with their counts, ids by decreasing count.
     pub fn vocab(&self) -> &Vocab {
         &self.vocab
     }

@@ -11,10 +11,17 @@
 //! The exchange, on any [`Communicator`] (in-process threads or MPI):
 //! 1. each rank lists the due rows that differ from the snapshot taken at the last exchange
 //!    (input and output matrices; a bitwise comparison, so nothing is missed);
-//! 2. the lists are all-gathered and merged into their union (phase `replication`);
+//! 2. the lists are all-gathered and merged into their union (phase `replication`), each rank's
+//!    count carrying whether its progress callback asked to stop: if any did, this exchange is
+//!    the last (every row due, listed again) and every rank returns after it, so a
+//!    [`Control::Stop`] ends the whole job at the next exchange with one model on every rank;
 //! 3. the deltas `row - snapshot` of the union's rows are summed by one all-reduce (phase
 //!    `reduction`, `2 d` words per row), and every rank sets `row = snapshot + sum / p`, which
 //!    becomes the new snapshot.
+//!
+//! Every rank makes the same exchanges: an epoch has as many segments on every rank as the
+//! longest shard needs (shards differ by up to a word; a shorter one ends its epoch with an
+//! empty segment).
 //!
 //! With one rank there is nothing to average and the exchange is skipped (still counted; it
 //! would be exact arithmetic, `s + (x - s)` in f64 is `x`, but it cost a quarter of the run's
@@ -22,12 +29,15 @@
 //! cut into the same segments; with `sync_words` at least the shard, it is the shared-memory
 //! variant itself.
 
-use crate::driver::{self, ChunkKernel, Exchange, SegmentEnd};
+use crate::driver::{self, ChunkKernel, SegmentEnd, Segments};
 use crate::model::initial_input_vectors;
 use crate::problem::{Control, EpochReport, Traffic, TrainOutput, TrainParams, W2vError};
 use crate::{Corpus, Full, Gemm, Hogwild, Trainer};
 use parbench_common::comm::threads::run_threads;
 use parbench_common::comm::{CommError, CommStats, Communicator, Phase};
+use std::ops::Range;
+use std::sync::mpsc;
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// How and how often the ranks exchange the model.
@@ -59,11 +69,15 @@ impl Default for SyncOptions {
 /// what its exchanges cost.
 #[derive(Clone, Debug)]
 pub struct RankOutput {
+    /// The rank's training output; the model is the same on every rank.
     pub train: TrainOutput,
+    /// Segment ends reached, each an exchange (with one rank nothing is sent).
     pub exchanges: usize,
     /// Rows (input and output counted apart) averaged over all exchanges.
     pub rows_exchanged: u64,
+    /// Wall seconds in the exchanges (sending, waiting, averaging).
     pub exchange_seconds: f64,
+    /// Words and messages this rank's communicator counted.
     pub comm: CommStats,
 }
 
@@ -102,7 +116,7 @@ pub fn train_rank(
     }
     let (p, rank) = (comm.size(), comm.rank());
     let n = corpus.ids().len();
-    let shard = (rank * n / p)..((rank + 1) * n / p);
+    let shard = shard_of(n, p, rank);
     let mut params = params.clone();
     if sync.scale_alpha {
         params.alpha *= p as f64;
@@ -120,25 +134,41 @@ pub fn train_rank(
     let mut snap_out = vec![0f32; if p > 1 { rows * dim } else { 0 }];
     let (mut exchanges, mut rows_exchanged, mut exchange_seconds) = (0usize, 0u64, 0f64);
     let mut exchange = |end: SegmentEnd, input: &mut [f32], output: &mut [f32]| {
+        let local = if end.stop_requested {
+            Control::Stop
+        } else {
+            Control::Continue
+        };
         if p == 1 {
             exchanges += 1;
-            return Ok(());
+            return Ok(local);
         }
         let t = Instant::now();
         let (snap_in, snap_out) = (&mut snap_in, &mut snap_out);
-        let due = |row: usize| {
-            row < sync.hot_words || end.index.is_multiple_of(sync.rare_every) || end.last
+        let changed_rows = |all: bool| -> Vec<u32> {
+            let due = |row: usize| {
+                all || row < sync.hot_words || end.index.is_multiple_of(sync.rare_every)
+            };
+            (0..rows)
+                .filter(|&r| due(r))
+                .filter(|&r| {
+                    let span = r * dim..(r + 1) * dim;
+                    differs(&input[span.clone()], &snap_in[span.clone()])
+                        || differs(&output[span.clone()], &snap_out[span])
+                })
+                .map(|r| r as u32)
+                .collect()
         };
-        let changed: Vec<u32> = (0..rows)
-            .filter(|&r| due(r))
-            .filter(|&r| {
-                let span = r * dim..(r + 1) * dim;
-                differs(&input[span.clone()], &snap_in[span.clone()])
-                    || differs(&output[span.clone()], &snap_out[span])
-            })
-            .map(|r| r as u32)
-            .collect();
-        let union = union_over_ranks(comm, &changed).map_err(comm_error)?;
+        // Whether any rank stops travels with the row counts; a stop makes this exchange the
+        // last, so every row is due and every rank ends with the same model.
+        let changed = changed_rows(end.last);
+        let (mut union, stop) =
+            union_over_ranks(comm, &changed, end.stop_requested).map_err(comm_error)?;
+        if stop && !end.last {
+            union = union_over_ranks(comm, &changed_rows(true), true)
+                .map_err(comm_error)?
+                .0;
+        }
         let mut deltas = Vec::with_capacity(union.len() * 2 * dim);
         for &r in &union {
             let span = r as usize * dim..(r as usize + 1) * dim;
@@ -171,10 +201,18 @@ pub fn train_rank(
         exchanges += 1;
         rows_exchanged += 2 * union.len() as u64;
         exchange_seconds += t.elapsed().as_secs_f64();
-        Ok(())
+        Ok(if stop {
+            Control::Stop
+        } else {
+            Control::Continue
+        })
     };
-    let segments: Option<(u64, &mut Exchange)> = Some((sync.sync_words, &mut exchange));
-    let train = driver::train_shard(kernel, corpus, shard, &params, segments, progress)?;
+    let segments = Segments {
+        words: sync.sync_words,
+        count: segments_per_epoch(n, p, sync.sync_words),
+        exchange: &mut exchange,
+    };
+    let train = driver::train_shard(kernel, corpus, shard, &params, Some(segments), progress)?;
     Ok(RankOutput {
         train,
         exchanges,
@@ -188,15 +226,42 @@ fn differs(a: &[f32], b: &[f32]) -> bool {
     a.iter().zip(b).any(|(x, y)| x.to_bits() != y.to_bits())
 }
 
-/// The sorted union of every rank's `rows`.
-fn union_over_ranks(comm: &dyn Communicator, rows: &[u32]) -> Result<Vec<u32>, CommError> {
+/// The shard of `rank` among `p` of a corpus of `n` words.
+fn shard_of(n: usize, p: usize, rank: usize) -> Range<usize> {
+    (rank * n / p)..((rank + 1) * n / p)
+}
+
+/// Segments per epoch on every rank: as many as the longest shard needs. Shards differ by up to
+/// a word, so one may need a segment more than another; the others end their epoch with an empty
+/// segment, and every rank makes the same exchanges.
+fn segments_per_epoch(n: usize, p: usize, sync_words: u64) -> usize {
+    (0..p)
+        .map(|r| {
+            let len = shard_of(n, p, r).len() as u64;
+            len.div_ceil(sync_words.clamp(1, len.max(1))).max(1) as usize
+        })
+        .max()
+        .unwrap_or(1)
+}
+
+/// The sorted union of every rank's `rows`, and whether any rank asked to `stop`.
+fn union_over_ranks(
+    comm: &dyn Communicator,
+    rows: &[u32],
+    stop: bool,
+) -> Result<(Vec<u32>, bool), CommError> {
     let p = comm.size();
-    let lens = comm.all_gather_u32(Phase::Replication, &[rows.len() as u32], &vec![1; p])?;
-    let counts: Vec<usize> = lens.iter().map(|&n| n as usize).collect();
+    let heads = comm.all_gather_u32(
+        Phase::Replication,
+        &[rows.len() as u32, stop as u32],
+        &vec![2; p],
+    )?;
+    let counts: Vec<usize> = heads.chunks_exact(2).map(|h| h[0] as usize).collect();
+    let any_stop = heads.chunks_exact(2).any(|h| h[1] != 0);
     let mut all = comm.all_gather_u32(Phase::Replication, rows, &counts)?;
     all.sort_unstable();
     all.dedup();
-    Ok(all)
+    Ok((all, any_stop))
 }
 
 /// The counters of a run that add up over ranks, in a fixed order: words and flops, then per
@@ -257,10 +322,20 @@ pub fn whole_job(
 /// `distributed` as a [`Trainer`]: `ranks` in-process ranks (threads that only exchange
 /// messages), each training with `params.threads` threads of its own; rank 0's model (every
 /// rank's, after the last exchange) is the result, and words/s counts all ranks' words.
+///
+/// Progress: the callback hears rank 0's reports (on the calling thread, as the trait says),
+/// with its words scaled to the whole corpus (the ranks train shares of equal size, to a word,
+/// between the same exchanges; at the end of an epoch the scaled count is exact). Its learning
+/// rate is the ranks' (`p alpha` decaying, with [`SyncOptions::scale_alpha`]). A
+/// [`Control::Stop`] ends rank 0's segment early and, at the exchange that follows, every
+/// rank's run: the ranks average the whole model there and return what they trained.
 #[derive(Clone, Debug)]
 pub struct Distributed {
+    /// The shared-memory variant each rank trains with (`hogwild`, `gemm` or `full`).
     pub inner: String,
+    /// In-process ranks (at least 1).
     pub ranks: usize,
+    /// How and how often the ranks exchange the model.
     pub sync: SyncOptions,
 }
 
@@ -281,6 +356,7 @@ impl Trainer for Distributed {
 
 impl Distributed {
     /// Every rank's output, rank 0's train output carrying the whole run's words and time.
+    /// `progress` hears rank 0's reports as [`Distributed`] describes.
     pub fn train_ranks(
         &self,
         corpus: &Corpus,
@@ -288,12 +364,58 @@ impl Distributed {
         progress: &mut dyn FnMut(&EpochReport) -> Control,
     ) -> Result<Vec<RankOutput>, W2vError> {
         let start = Instant::now();
-        let runs = run_threads(self.ranks.max(1), |comm| {
-            train_rank(comm, &self.inner, corpus, params, &self.sync, &mut |_| {
-                Control::Continue
-            })
-        })
-        .map_err(|f| f.error)?;
+        let ranks = self.ranks.max(1);
+        let n = corpus.ids().len() as u128;
+        let shard0 = shard_of(corpus.ids().len(), ranks, 0).len().max(1) as u128;
+        let scale = |words: u64| (words as u128 * n / shard0) as u64;
+        // Rank 0 runs on a thread of its own; its reports come here and the callback's answers
+        // go back. Rank 0 holds the only sender of reports, so the loop below ends when rank 0
+        // is done; a callback that panics drops the answer channel, which rank 0 reads as Stop.
+        let (report_tx, report_rx) = mpsc::channel::<EpochReport>();
+        let (control_tx, control_rx) = mpsc::channel::<Control>();
+        let relay = Mutex::new(Some((report_tx, control_rx)));
+        let runs = std::thread::scope(|scope| {
+            let job = scope.spawn(|| {
+                run_threads(ranks, |comm| {
+                    let link = if comm.rank() == 0 {
+                        relay.lock().unwrap_or_else(|e| e.into_inner()).take()
+                    } else {
+                        None
+                    };
+                    let mut report = |r: &EpochReport| match &link {
+                        Some((to_caller, answers)) => {
+                            let scaled = EpochReport {
+                                words_processed: scale(r.words_processed),
+                                words_total: scale(r.words_total),
+                                words_per_second: r.words_per_second * n as f64 / shard0 as f64,
+                                ..*r
+                            };
+                            if to_caller.send(scaled).is_err() {
+                                return Control::Stop;
+                            }
+                            answers.recv().unwrap_or(Control::Stop)
+                        }
+                        None => Control::Continue,
+                    };
+                    let out =
+                        train_rank(comm, &self.inner, corpus, params, &self.sync, &mut report);
+                    drop(link);
+                    out
+                })
+            });
+            // Owned here, so that a panicking callback drops it while unwinding (before the
+            // scope waits for the ranks) and rank 0, reading Stop, lets every rank finish.
+            let control_tx = control_tx;
+            for r in report_rx {
+                // Rank 0 waits for the answer, so it is never left without one.
+                let _ = control_tx.send(progress(&r));
+            }
+            job.join()
+        });
+        let runs = match runs {
+            Ok(runs) => runs.map_err(|f| f.error)?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
         let seconds = start.elapsed().as_secs_f64();
         let mut outs: Vec<RankOutput> = runs.into_iter().map(|r| r.value).collect();
         let mut sums = counters(&outs[0].train);
@@ -303,18 +425,6 @@ impl Distributed {
             }
         }
         set_whole_job(&mut outs[0].train, &sums, seconds);
-        let first = &outs[0].train;
-        let words = first.words_processed;
-        let _ = progress(&EpochReport {
-            epoch: first.epochs_completed.saturating_sub(1),
-            epochs: params.epochs,
-            epoch_finished: true,
-            words_processed: words,
-            words_total: words,
-            alpha: 0.0,
-            words_per_second: first.words_per_second,
-            elapsed_seconds: seconds,
-        });
         Ok(outs)
     }
 }

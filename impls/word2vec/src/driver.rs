@@ -120,22 +120,36 @@ pub(crate) struct SegmentEnd {
     pub index: usize,
     /// The last segment of the last epoch.
     pub last: bool,
+    /// This run's progress callback asked to stop (during the segment, or in the closing report
+    /// of the epoch the segment ends).
+    pub stop_requested: bool,
 }
 
 /// Called after each segment, with no training thread running: may read and change the input
-/// and output matrices (the distributed variant's model exchange).
+/// and output matrices (the distributed variant's model exchange). Returns whether the run
+/// goes on: [`Control::Stop`] ends it after this segment even when this run's own callback did
+/// not ask (another rank's did).
 pub(crate) type Exchange<'a> =
-    dyn FnMut(SegmentEnd, &mut [f32], &mut [f32]) -> Result<(), W2vError> + 'a;
+    dyn FnMut(SegmentEnd, &mut [f32], &mut [f32]) -> Result<Control, W2vError> + 'a;
 
-/// [`train`] on the words `shard` of the corpus only, each epoch cut into segments of
-/// `segments.0` corpus words with `segments.1` called after each (the threads split every
-/// segment as they would the whole shard). Without segments, one segment is the whole shard.
+/// How [`train_shard`] cuts each epoch: segments of `words` corpus words, at least `count` of
+/// them (the last ones empty where the shard runs out first, so that every rank of a
+/// distributed run makes the same number of exchanges), with `exchange` called after each.
+pub(crate) struct Segments<'a, 'b> {
+    pub words: u64,
+    pub count: usize,
+    pub exchange: &'a mut Exchange<'b>,
+}
+
+/// [`train`] on the words `shard` of the corpus only, each epoch cut into `segments` (the
+/// threads split every segment as they would the whole shard). Without segments, one segment
+/// is the whole shard.
 pub(crate) fn train_shard(
     kernel: &dyn ChunkKernel,
     corpus: &Corpus,
     shard: Range<usize>,
     params: &TrainParams,
-    mut segments: Option<(u64, &mut Exchange)>,
+    mut segments: Option<Segments>,
     progress: &mut dyn FnMut(&EpochReport) -> Control,
 ) -> Result<TrainOutput, W2vError> {
     params.validate()?;
@@ -166,13 +180,16 @@ pub(crate) fn train_shard(
     };
     let threads = params.threads;
     let segment_len = match &segments {
-        Some((words, _)) => (*words).clamp(1, shard.len().max(1) as u64) as usize,
+        Some(s) => s.words.clamp(1, shard.len().max(1) as u64) as usize,
         None => shard.len().max(1),
     };
-    let bounds: Vec<Range<usize>> = (shard.start..shard.end)
+    let mut bounds: Vec<Range<usize>> = (shard.start..shard.end)
         .step_by(segment_len)
         .map(|a| a..(a + segment_len).min(shard.end))
         .collect();
+    if let Some(s) = &segments {
+        bounds.resize(bounds.len().max(s.count), shard.end..shard.end);
+    }
     let slices = |seg: &Range<usize>| -> Vec<Range<usize>> {
         let (a, n) = (seg.start, seg.len());
         (0..threads)
@@ -238,15 +255,25 @@ pub(crate) fn train_shard(
                 }
             });
             segments_done += 1;
-            if let Some((_, exchange)) = segments.as_mut() {
+            let epoch_end = k + 1 == bounds.len();
+            // The epoch's closing report comes before the exchange that ends it, so that a
+            // stop asked for there is known to the exchange (where the ranks of a distributed
+            // run agree on stopping).
+            if epoch_end && !shared.stopped() && progress(&report(epoch, true)) == Control::Stop {
+                shared.stop.store(true, Ordering::Relaxed);
+            }
+            if let Some(s) = segments.as_mut() {
                 let end = SegmentEnd {
                     index: segments_done,
-                    last: epoch + 1 == params.epochs && k + 1 == bounds.len(),
+                    last: epoch + 1 == params.epochs && epoch_end,
+                    stop_requested: shared.stopped(),
                 };
                 // SAFETY: every training thread of the segment has joined (the scope ended),
                 // so these are the only references to the matrices until the next segment.
                 let (inp, out) = unsafe { (shared.input.all_mut(), shared.output.all_mut()) };
-                exchange(end, inp, out)?;
+                if (s.exchange)(end, inp, out)? == Control::Stop {
+                    shared.stop.store(true, Ordering::Relaxed);
+                }
             }
             if shared.stopped() {
                 break;
@@ -261,7 +288,7 @@ pub(crate) fn train_shard(
         }
         stats.seconds = epoch_start.elapsed().as_secs_f64();
         epochs.push(stats);
-        if shared.stopped() || progress(&report(epoch, true)) == Control::Stop {
+        if shared.stopped() {
             break;
         }
     }

@@ -32,15 +32,22 @@ pub const SEMANTIC_SECTIONS: usize = 5;
 /// What can be wrong with an evaluation data file.
 #[derive(Debug, Error)]
 pub enum EvalError {
+    /// The data file could not be read.
     #[error("cannot read evaluation data {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A line of the data file is malformed.
     #[error("{path}:{line}: {problem}")]
     BadLine {
+        /// The file.
         path: PathBuf,
+        /// The 1-based line.
         line: usize,
+        /// What is wrong with it.
         problem: String,
     },
 }
@@ -48,18 +55,35 @@ pub enum EvalError {
 /// One scored word pair.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimilarityPair {
+    /// First word of the pair, as in the file.
     pub first: String,
+    /// Second word of the pair.
     pub second: String,
+    /// The human similarity score (the benchmark's own scale).
     pub human: f64,
 }
 
 /// Reads a similarity file: `#` comment lines, then `word<TAB>word<TAB>score` lines.
 pub fn read_similarity(path: &Path) -> Result<Vec<SimilarityPair>, EvalError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EvalError::Io {
+    parse_similarity(&read_utf8(path)?, path)
+}
+
+/// The text of `path`. Bytes that are not UTF-8 are an error naming their line (the I/O error of
+/// `read_to_string` names none).
+fn read_utf8(path: &Path) -> Result<String, EvalError> {
+    let bytes = std::fs::read(path).map_err(|source| EvalError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_similarity(&text, path)
+    String::from_utf8(bytes).map_err(|e| {
+        let invalid = e.utf8_error().valid_up_to();
+        let before = &e.as_bytes()[..invalid];
+        EvalError::BadLine {
+            path: path.to_path_buf(),
+            line: 1 + before.iter().filter(|&&b| b == b'\n').count(),
+            problem: format!("byte {invalid} is not valid UTF-8"),
+        }
+    })
 }
 
 /// Parses the text of a similarity file; `path` only names it in errors.
@@ -85,6 +109,10 @@ pub fn parse_similarity(text: &str, path: &Path) -> Result<Vec<SimilarityPair>, 
         let human: f64 = fields[2]
             .parse()
             .map_err(|_| bad(format!("score {:?} is not a number", fields[2])))?;
+        // "nan" and "inf" parse, and would turn the rank correlation into NaN.
+        if !human.is_finite() {
+            return Err(bad(format!("score {:?} is not a finite number", fields[2])));
+        }
         pairs.push(SimilarityPair {
             first: fields[0].to_owned(),
             second: fields[1].to_owned(),
@@ -97,7 +125,9 @@ pub fn parse_similarity(text: &str, path: &Path) -> Result<Vec<SimilarityPair>, 
 /// One section of the analogy questions.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AnalogySection {
+    /// The section's name, from its `: name` line.
     pub name: String,
+    /// Whether it is one of the first [`SEMANTIC_SECTIONS`] (semantic) sections.
     pub semantic: bool,
     /// `[a, b, c, expected]`.
     pub questions: Vec<[String; 4]>,
@@ -105,11 +135,7 @@ pub struct AnalogySection {
 
 /// Reads `questions-words.txt`: `: section` lines, then lines of four words.
 pub fn read_analogies(path: &Path) -> Result<Vec<AnalogySection>, EvalError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EvalError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse_analogies(&text, path)
+    parse_analogies(&read_utf8(path)?, path)
 }
 
 /// Parses the text of an analogy file; `path` only names it in errors.
@@ -195,7 +221,9 @@ pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
 pub struct SimilarityResult {
     /// NaN when fewer than two pairs are covered.
     pub spearman: f64,
+    /// Pairs with both words in the model.
     pub pairs_covered: usize,
+    /// Pairs in the benchmark.
     pub pairs_total: usize,
 }
 
@@ -204,23 +232,36 @@ pub struct SimilarityResult {
 pub struct AnalogyAccuracy {
     /// Fractions correct among the covered questions (NaN when none is covered).
     pub overall: f64,
+    /// Fraction correct among the covered semantic questions.
     pub semantic: f64,
+    /// Fraction correct among the covered syntactic questions.
     pub syntactic: f64,
+    /// Questions answered correctly.
     pub correct: usize,
+    /// Semantic questions answered correctly.
     pub semantic_correct: usize,
+    /// Syntactic questions answered correctly.
     pub syntactic_correct: usize,
 }
 
 /// Both analogy methods and the coverage.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AnalogyResult {
+    /// Accuracy of 3CosAdd.
     pub add: AnalogyAccuracy,
+    /// Accuracy of 3CosMul.
     pub mul: AnalogyAccuracy,
+    /// Questions whose four words are all among the candidates searched.
     pub covered: usize,
+    /// Questions in the benchmark.
     pub total: usize,
+    /// Covered semantic questions.
     pub semantic_covered: usize,
+    /// Semantic questions.
     pub semantic_total: usize,
+    /// Covered syntactic questions.
     pub syntactic_covered: usize,
+    /// Syntactic questions.
     pub syntactic_total: usize,
 }
 
@@ -427,16 +468,22 @@ impl<'a> Evaluator<'a> {
 /// The standard benchmarks, loaded once.
 #[derive(Clone, Debug)]
 pub struct EvalSuite {
+    /// WordSim-353 pairs.
     pub wordsim353: Vec<SimilarityPair>,
+    /// SimLex-999 pairs.
     pub simlex999: Vec<SimilarityPair>,
+    /// Google analogy questions, by section.
     pub analogies: Vec<AnalogySection>,
 }
 
 /// Every metric of [`EvalSuite::evaluate`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EvalReport {
+    /// WordSim-353 Spearman and coverage.
     pub wordsim353: SimilarityResult,
+    /// SimLex-999 Spearman and coverage.
     pub simlex999: SimilarityResult,
+    /// Google analogies, by 3CosAdd and 3CosMul.
     pub analogy: AnalogyResult,
 }
 

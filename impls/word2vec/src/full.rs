@@ -422,9 +422,50 @@ impl WindowSource for FixedSource<'_> {
 /// subsampling; the learning rate stays `alpha`. Returns the pair and traffic counts. The same
 /// code the training loop runs, exposed for the conformance tests.
 ///
+/// Runs the AVX2 + FMA instantiation where the CPU has them.
+///
 /// # Panics
 /// When `targets` has fewer entries than `words` or one does not start with its center word.
 pub fn step_stream(
+    input: &mut [f32],
+    output: &mut [f32],
+    dim: usize,
+    half: usize,
+    words: &[u32],
+    targets: &[Vec<u32>],
+    alpha: f32,
+) -> EpochStats {
+    step_stream_on(
+        driver::cpu_has_fma(),
+        input,
+        output,
+        dim,
+        half,
+        words,
+        targets,
+        alpha,
+    )
+}
+
+/// [`step_stream`] on the portable instantiation whatever the CPU has, so that tests on an
+/// AVX2 host check the code an older CPU runs.
+#[doc(hidden)]
+pub fn step_stream_portable(
+    input: &mut [f32],
+    output: &mut [f32],
+    dim: usize,
+    half: usize,
+    words: &[u32],
+    targets: &[Vec<u32>],
+    alpha: f32,
+) -> EpochStats {
+    step_stream_on(false, input, output, dim, half, words, targets, alpha)
+}
+
+/// `fma` must be true only where the CPU has AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
+fn step_stream_on(
+    fma: bool,
     input: &mut [f32],
     output: &mut [f32],
     dim: usize,
@@ -454,7 +495,7 @@ pub fn step_stream(
         negative,
         &mut source,
         &mut stats,
-        driver::cpu_has_fma(),
+        fma,
     );
     stats
 }

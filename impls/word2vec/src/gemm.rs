@@ -18,9 +18,10 @@
 //!
 //! Cost per batch: `6 n m d` flops for `2 (n + m) d` floats moved to and from the model, against
 //! `hogwild`'s `n (2 + 2 m) d`: the outputs are loaded once instead of once per context word.
-//! The products are written as register-blocked loops (2 inputs x 4 outputs per block for the
-//! logits) that LLVM vectorizes; at these shapes (about 10 x 100..300 times 300 x 6) a BLAS call
-//! would spend more on dispatch and packing than on arithmetic.
+//! The products (`crate::batch`) are register-blocked loops (2 inputs x 4 outputs per block for
+//! the logits), with AVX2/FMA intrinsics where the CPU has them; at these shapes (about
+//! 10 x 100..300 times 300 x 6) a BLAS call would spend more on dispatch and packing than on
+//! arithmetic.
 
 use crate::batch;
 use crate::corpus::Corpus;
@@ -184,8 +185,44 @@ fn batch_update<const FMA: bool>(
 
 /// The `gemm` update of one batch on plain matrices, with the negatives given: `contexts` the
 /// inputs, `targets[0]` the center word (label 1), the rest negatives. The same code the
-/// training loop runs, exposed for the conformance tests.
+/// training loop runs (the AVX2 + FMA instantiation where the CPU has them), exposed for the
+/// conformance tests.
 pub fn step(
+    input: &mut [f32],
+    output: &mut [f32],
+    dim: usize,
+    contexts: &[u32],
+    targets: &[u32],
+    alpha: f32,
+) {
+    step_on(
+        driver::cpu_has_fma(),
+        input,
+        output,
+        dim,
+        contexts,
+        targets,
+        alpha,
+    )
+}
+
+/// [`step`] on the portable instantiation whatever the CPU has, so that tests on an AVX2 host
+/// check the code an older CPU runs.
+#[doc(hidden)]
+pub fn step_portable(
+    input: &mut [f32],
+    output: &mut [f32],
+    dim: usize,
+    contexts: &[u32],
+    targets: &[u32],
+    alpha: f32,
+) {
+    step_on(false, input, output, dim, contexts, targets, alpha)
+}
+
+/// `fma` must be true only where the CPU has AVX2 and FMA.
+fn step_on(
+    fma: bool,
     input: &mut [f32],
     output: &mut [f32],
     dim: usize,
@@ -199,8 +236,8 @@ pub fn step(
     let mut scratch = Scratch::new(dim, contexts.len(), targets.len());
     let mut stats = EpochStats::default();
     #[cfg(target_arch = "x86_64")]
-    if driver::cpu_has_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+    if fma {
+        // SAFETY: `fma` is true only where the CPU has AVX2 and FMA.
         unsafe {
             step_fma(
                 &input,
@@ -215,6 +252,7 @@ pub fn step(
         };
         return;
     }
+    let _ = fma;
     batch_update::<false>(
         &input,
         &output,

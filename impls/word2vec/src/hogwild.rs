@@ -145,8 +145,44 @@ fn pair_update<const FMA: bool>(
 
 /// The `hogwild` update of one (context, center) pair on plain matrices, with the negatives
 /// given: `targets[0]` is the center word (label 1), the rest negatives (label 0). The same
-/// code the training loop runs, exposed for the conformance tests.
+/// code the training loop runs (the AVX2 + FMA instantiation where the CPU has them), exposed
+/// for the conformance tests.
 pub fn step(
+    input: &mut [f32],
+    output: &mut [f32],
+    dim: usize,
+    context: u32,
+    targets: &[u32],
+    alpha: f32,
+) {
+    step_on(
+        driver::cpu_has_fma(),
+        input,
+        output,
+        dim,
+        context,
+        targets,
+        alpha,
+    )
+}
+
+/// [`step`] on the portable instantiation whatever the CPU has, so that tests on an AVX2 host
+/// check the code an older CPU runs.
+#[doc(hidden)]
+pub fn step_portable(
+    input: &mut [f32],
+    output: &mut [f32],
+    dim: usize,
+    context: u32,
+    targets: &[u32],
+    alpha: f32,
+) {
+    step_on(false, input, output, dim, context, targets, alpha)
+}
+
+/// `fma` must be true only where the CPU has AVX2 and FMA.
+fn step_on(
+    fma: bool,
     input: &mut [f32],
     output: &mut [f32],
     dim: usize,
@@ -160,8 +196,8 @@ pub fn step(
     let mut gradient = vec![0f32; dim];
     let mut stats = EpochStats::default();
     #[cfg(target_arch = "x86_64")]
-    if driver::cpu_has_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+    if fma {
+        // SAFETY: `fma` is true only where the CPU has AVX2 and FMA.
         unsafe {
             step_fma(
                 &input,
@@ -176,6 +212,7 @@ pub fn step(
         };
         return;
     }
+    let _ = fma;
     pair_update::<false>(
         &input,
         &output,

@@ -9,7 +9,10 @@
 //!
 //! [`read_model`] tells the two apart by trying to parse the first record as text. Files ending
 //! in `.gz` (or starting with the gzip magic bytes) are decompressed. Reading loads the file into
-//! memory and parses it in one pass, O(V d).
+//! memory and parses it in one pass, O(V d). The header's counts are trusted for allocation only
+//! as far as the file's bytes could hold them, and vectors must be finite (NaN or an infinity is
+//! an error, as in `parbench_common::embeddings`). Errors name the file and, in the text format,
+//! the line; in the binary format, the word and its byte offset.
 
 use crate::model::Model;
 use flate2::read::MultiGzDecoder;
@@ -21,23 +24,68 @@ use thiserror::Error;
 /// What can be wrong with a model file.
 #[derive(Debug, Error)]
 pub enum ModelIoError {
+    /// The model file could not be opened or read.
     #[error("cannot read model {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
-    #[error("cannot write model {path}: {source}")]
-    Write { path: PathBuf, source: io::Error },
-    #[error("{path}: bad header {found:?}: expected \"<words> <dimension>\" (a word2vec text or binary file)")]
-    BadHeader { path: PathBuf, found: String },
-    #[error("{path}: word {index} of {words}: {problem}")]
-    BadRecord {
+    Read {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The model file could not be created or written.
+    #[error("cannot write model {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The first line is not `<words> <dimension>` with both positive.
+    #[error("{path}:1: bad header {found:?}: expected \"<words> <dimension>\" (a word2vec text or binary file)")]
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// The first line as read.
+        found: String,
+    },
+    /// A malformed record of a text file.
+    #[error("{path}:{line}: word {index} of {words}: {problem}")]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// The 0-based index of the word.
         index: usize,
+        /// Words the header announced.
         words: usize,
+        /// What is wrong.
         problem: String,
     },
+    /// A malformed record of a binary file.
+    #[error("{path}: word {index} of {words}, at byte {offset}: {problem}")]
+    BadRecord {
+        /// The file.
+        path: PathBuf,
+        /// The 0-based index of the word.
+        index: usize,
+        /// Words the header announced.
+        words: usize,
+        /// Where the record starts in the (decompressed) file.
+        offset: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A model word cannot be written as one whitespace-free token.
     #[error(
         "model: word {index} is {word:?}; words must be non-empty without whitespace to be written"
     )]
-    BadWord { index: usize, word: String },
+    BadWord {
+        /// The 0-based index of the word.
+        index: usize,
+        /// The word (empty, or containing whitespace).
+        word: String,
+    },
 }
 
 fn check_words(model: &Model) -> Result<(), ModelIoError> {
@@ -116,7 +164,10 @@ pub fn write_binary(model: &Model, path: &Path) -> Result<(), ModelIoError> {
 /// Which format a file is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// word2vec's text format: a header, then `word x1 ... xd` lines.
     Text,
+    /// word2vec's binary format: a text header, then per word its name, a space, `d` little-endian
+    /// `f32`s and a newline.
     Binary,
 }
 
@@ -195,42 +246,80 @@ pub fn detect(bytes: &[u8], path: &Path) -> Result<Format, ModelIoError> {
     })
 }
 
+/// How many records of at least `record_bytes` bytes each fit in `available` bytes: the most a
+/// reader reserves for, whatever the header announces.
+fn records_that_fit(available: usize, record_bytes: Option<usize>) -> usize {
+    record_bytes.map_or(0, |b| available / b.max(1))
+}
+
 fn parse_text(bytes: &[u8], path: &Path) -> Result<Model, ModelIoError> {
     let (n, dim, start) = header(bytes, path)?;
-    let text = std::str::from_utf8(&bytes[start..]).map_err(|e| ModelIoError::BadRecord {
+    let bad = |line: usize, index: usize, problem: String| ModelIoError::BadLine {
         path: path.to_path_buf(),
-        index: 0,
-        words: n,
-        problem: format!("byte {} is not valid UTF-8", start + e.valid_up_to()),
-    })?;
-    let mut words = Vec::with_capacity(n);
-    let mut vectors = Vec::with_capacity(n * dim);
-    let bad = |index: usize, problem: String| ModelIoError::BadRecord {
-        path: path.to_path_buf(),
+        line,
         index,
         words: n,
         problem,
     };
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+    let body = &bytes[start..];
+    // A record takes at least `2 dim + 1` bytes (`w`, then ` x` per component): reserve no more
+    // records than the file can hold, whatever the header says.
+    let fit = records_that_fit(body.len(), dim.checked_mul(2).map(|b| b + 1));
+    let mut words = Vec::with_capacity(n.min(fit));
+    let mut vectors = Vec::with_capacity(n.min(fit) * dim);
+    // Lines as `str::lines` cuts them (the last newline ends a line, `\r\n` counts as one),
+    // checked for UTF-8 one by one so that an error names its line.
+    let body = body.strip_suffix(b"\n").unwrap_or(body);
+    let mut line_start = start;
+    for (line, raw) in (2..).zip(body.split(|&b| b == b'\n')) {
+        let offset = line_start;
+        line_start += raw.len() + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let record = std::str::from_utf8(raw).map_err(|e| {
+            bad(
+                line,
+                words.len(),
+                format!("byte {} is not valid UTF-8", offset + e.valid_up_to()),
+            )
+        })?;
+        if record.trim().is_empty() {
+            continue;
+        }
         let index = words.len();
         if index == n {
             return Err(bad(
+                line,
                 index,
                 format!("more lines than the header's {n} words"),
             ));
         }
-        let mut fields = line.split_whitespace();
+        let mut fields = record.split_whitespace();
         let word = fields.next().unwrap_or_default();
         let mut found = 0;
         for x in fields {
-            let v: f32 = x
-                .parse()
-                .map_err(|_| bad(index, format!("{x:?} is not a number (word {word:?})")))?;
-            vectors.push(v);
+            let v: f32 = x.parse().map_err(|_| {
+                bad(
+                    line,
+                    index,
+                    format!("{x:?} is not a number (word {word:?})"),
+                )
+            })?;
+            // "nan", "inf" and "1e39" parse; a vector with them is no use to anyone.
+            if !v.is_finite() {
+                return Err(bad(
+                    line,
+                    index,
+                    format!("{x:?} is not a finite number (word {word:?})"),
+                ));
+            }
+            if found < dim {
+                vectors.push(v);
+            }
             found += 1;
         }
         if found != dim {
             return Err(bad(
+                line,
                 index,
                 format!("word {word:?} has {found} numbers, expected {dim}"),
             ));
@@ -238,50 +327,72 @@ fn parse_text(bytes: &[u8], path: &Path) -> Result<Model, ModelIoError> {
         words.push(word.to_owned());
     }
     if words.len() != n {
+        // Reported on the line after the file's last.
+        let lines = bytes.iter().filter(|&&b| b == b'\n').count()
+            + usize::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
         return Err(bad(
+            lines + 1,
             words.len(),
             format!("the file ends after {} of {n} words", words.len()),
         ));
     }
-    Model::new(words, dim, vectors).map_err(|e| bad(0, e.to_string()))
+    Model::new(words, dim, vectors).map_err(|e| bad(1, 0, e.to_string()))
 }
 
 fn parse_binary(bytes: &[u8], path: &Path) -> Result<Model, ModelIoError> {
     let (n, dim, mut pos) = header(bytes, path)?;
-    let mut words = Vec::with_capacity(n);
-    let mut vectors = Vec::with_capacity(n * dim);
-    let bad = |index: usize, problem: String| ModelIoError::BadRecord {
+    let bad = |index: usize, offset: usize, problem: String| ModelIoError::BadRecord {
         path: path.to_path_buf(),
         index,
         words: n,
+        offset,
         problem,
     };
+    // The header's dimension is the file's word: 4 dim may not even be a number of bytes.
+    let need = dim
+        .checked_mul(4)
+        .ok_or_else(|| bad(0, pos, format!("a dimension of {dim} is too large")))?;
+    // A record takes at least `4 dim + 2` bytes (a 1-byte word, a space, the floats): reserve no
+    // more records than the file can hold, whatever the header says.
+    let fit = records_that_fit(bytes.len() - pos, need.checked_add(2));
+    let mut words = Vec::with_capacity(n.min(fit));
+    let mut vectors = Vec::with_capacity(n.min(fit) * dim);
     for index in 0..n {
         // gensim skips the newline after the previous vector (and any other leading spaces).
         while pos < bytes.len() && (bytes[pos] == b'\n' || bytes[pos] == b' ') {
             pos += 1;
         }
+        let start = pos;
         let len = bytes[pos..]
             .iter()
             .position(|&b| b == b' ')
-            .ok_or_else(|| bad(index, "the file ends inside a word".into()))?;
+            .ok_or_else(|| bad(index, start, "the file ends inside a word".into()))?;
         let word = std::str::from_utf8(&bytes[pos..pos + len])
-            .map_err(|_| bad(index, "the word is not valid UTF-8".into()))?;
+            .map_err(|_| bad(index, start, "the word is not valid UTF-8".into()))?;
         pos += len + 1;
-        let need = 4 * dim;
-        if bytes.len() < pos + need {
+        if bytes.len() - pos < need {
             return Err(bad(
                 index,
+                start,
                 format!("the file ends inside the vector of {word:?}"),
             ));
         }
-        vectors.extend(
-            bytes[pos..pos + need]
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        );
+        let vector = bytes[pos..pos + need]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        for (component, v) in vector.enumerate() {
+            // Any 4 bytes are a float; NaN or an infinity is no use to anyone.
+            if !v.is_finite() {
+                return Err(bad(
+                    index,
+                    start,
+                    format!("component {component} of word {word:?} is not finite ({v})"),
+                ));
+            }
+            vectors.push(v);
+        }
         pos += need;
         words.push(word.to_owned());
     }
-    Model::new(words, dim, vectors).map_err(|e| bad(0, e.to_string()))
+    Model::new(words, dim, vectors).map_err(|e| bad(0, 0, e.to_string()))
 }

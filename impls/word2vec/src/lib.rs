@@ -21,6 +21,12 @@
 //! - [`Full`] (`full`): fixed window `ceil(W/2)`, targets one at a time held locally, context
 //!   vectors held in a ring buffer for their lifetime in the window.
 //!
+//! [`Distributed`] (`distributed`, pWord2Vec's data parallelism) also implements [`Trainer`]:
+//! every rank (in-process, or an MPI process through [`distributed::train_rank`]) runs one of
+//! the above on its share of the corpus, and the ranks average the model rows they changed
+//! every `sync_words` words. It is built from its options ([`SyncOptions`]), so [`variants`]
+//! does not list it.
+//!
 //! Every run counts the model rows it moves ([`Traffic`], per epoch in [`EpochStats`]): a few
 //! integer additions per window, so counting is always on rather than a mode.
 //!
@@ -57,6 +63,8 @@
 //! ```
 //!
 //! Variant names for command lines and experiment files: [`variant_names`].
+
+#![warn(missing_docs)]
 
 mod batch;
 pub mod corpus;

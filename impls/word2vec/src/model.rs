@@ -39,9 +39,11 @@ impl Model {
         })
     }
 
+    /// The words, in row order.
     pub fn words(&self) -> &[String] {
         &self.words
     }
+    /// The dimension d of every vector.
     pub fn dim(&self) -> usize {
         self.dim
     }
@@ -49,9 +51,11 @@ impl Model {
     pub fn vectors(&self) -> &[f32] {
         &self.vectors
     }
+    /// Number of words.
     pub fn len(&self) -> usize {
         self.words.len()
     }
+    /// Whether the model has no words.
     pub fn is_empty(&self) -> bool {
         self.words.is_empty()
     }

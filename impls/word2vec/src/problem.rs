@@ -7,24 +7,50 @@ use thiserror::Error;
 /// What can be wrong with a training run's inputs.
 #[derive(Debug, Error)]
 pub enum W2vError {
+    /// `dim` is 0 or above [`MAX_DIM`].
     #[error("the dimension must be between 1 and {max}, got {dim}")]
-    BadDimension { dim: usize, max: usize },
+    BadDimension {
+        /// The dimension asked for.
+        dim: usize,
+        /// [`MAX_DIM`].
+        max: usize,
+    },
+    /// `window` is 0 or above [`MAX_WINDOW`].
     #[error("the window must be between 1 and {max}, got {window}")]
-    BadWindow { window: usize, max: usize },
+    BadWindow {
+        /// The window asked for.
+        window: usize,
+        /// [`MAX_WINDOW`].
+        max: usize,
+    },
+    /// `negative` is above [`MAX_NEGATIVE`].
     #[error("the number of negatives must be at most {max}, got {negative}")]
-    BadNegative { negative: usize, max: usize },
+    BadNegative {
+        /// The negatives asked for.
+        negative: usize,
+        /// [`MAX_NEGATIVE`].
+        max: usize,
+    },
+    /// `sample` is negative or not finite (the value is carried).
     #[error("the subsampling threshold must be finite and non-negative (0 disables it), got {0}")]
     BadSample(f64),
+    /// `alpha` is zero, negative or not finite (the value is carried).
     #[error("the learning rate alpha must be finite and positive, got {0}")]
     BadAlpha(f64),
+    /// `epochs` is 0.
     #[error("the number of epochs must be at least 1, got 0")]
     NoEpochs,
+    /// `threads` is 0.
     #[error("the number of threads must be at least 1, got 0")]
     NoThreads,
+    /// The corpus has no in-vocabulary token.
     #[error("the corpus has no words in its vocabulary, so there is nothing to train")]
     EmptyCorpus,
+    /// The corpus could not be read.
     #[error(transparent)]
     Corpus(#[from] CorpusError),
+    /// The distributed variant's communication failed or its options are invalid (the message says
+    /// which).
     #[error("distributed training: {0}")]
     Exchange(String),
 }
@@ -45,6 +71,7 @@ pub struct TrainParams {
     pub sample: f64,
     /// Starting learning rate; decays linearly over all epochs to `alpha * 1e-4`.
     pub alpha: f64,
+    /// Passes over the corpus.
     pub epochs: usize,
     /// Worker threads; each trains on its own contiguous slice of the corpus (Hogwild).
     pub threads: usize,
@@ -76,7 +103,9 @@ impl Default for TrainParams {
 
 /// Upper bounds that keep the per-thread scratch small and fixed; far beyond practical values.
 pub const MAX_DIM: usize = 4096;
+/// Largest window [`TrainParams::window`] accepted.
 pub const MAX_WINDOW: usize = 64;
+/// Most negatives [`TrainParams::negative`] accepted.
 pub const MAX_NEGATIVE: usize = 256;
 
 impl TrainParams {
@@ -123,6 +152,7 @@ impl TrainParams {
 pub struct EpochReport {
     /// The epoch under way (0-based).
     pub epoch: usize,
+    /// Epochs of the run.
     pub epochs: usize,
     /// Whether this report closes `epoch`.
     pub epoch_finished: bool,
@@ -134,12 +164,14 @@ pub struct EpochReport {
     pub alpha: f64,
     /// `words_processed / elapsed_seconds`.
     pub words_per_second: f64,
+    /// Wall seconds since training started.
     pub elapsed_seconds: f64,
 }
 
 /// What the progress callback wants next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Control {
+    /// Keep training.
     Continue,
     /// Stop soon: every thread finishes the sentence (or, for `full`, the block of words) it is
     /// in, and the output holds the model reached.
@@ -155,7 +187,9 @@ pub struct Traffic {
     pub input_rows_read: u64,
     /// Rows of the input matrix updated (each a read-modify-write of the shared row).
     pub input_rows_written: u64,
+    /// Rows of the output (context) matrix read.
     pub output_rows_read: u64,
+    /// Rows of the output matrix updated.
     pub output_rows_written: u64,
 }
 
@@ -185,6 +219,7 @@ pub struct EpochStats {
     pub kept_words: u64,
     /// (context word, target) dot products: positive and negative examples.
     pub pairs: u64,
+    /// Model rows moved during the epoch.
     pub traffic: Traffic,
     /// Wall seconds of the epoch.
     pub seconds: f64,

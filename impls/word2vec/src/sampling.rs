@@ -34,6 +34,8 @@ pub fn keep_probability(count: u64, total_words: u64, sample: f64) -> f64 {
 }
 
 impl Subsampler {
+    /// Thresholds for words with the given `counts` (by id) and subsampling threshold `sample` (0
+    /// keeps every word).
     pub fn new(counts: &[u64], sample: f64) -> Subsampler {
         let total: u64 = counts.iter().sum();
         let thresholds = counts
@@ -136,6 +138,7 @@ impl Default for Sigmoid {
 }
 
 impl Sigmoid {
+    /// Builds the table: 2050 values over `[-8, 8]`.
     pub fn new() -> Sigmoid {
         let table = (0..=SIGMOID_STEPS + 1)
             .map(|i| {
@@ -147,6 +150,8 @@ impl Sigmoid {
         Sigmoid { table }
     }
 
+    /// `sigmoid(x)`: exactly 1 for `x >= 8`, exactly 0 for `x <= -8` and NaN, interpolated in
+    /// between.
     #[inline(always)]
     pub fn eval(&self, x: f32) -> f32 {
         if x >= SIGMOID_RANGE {

@@ -6,8 +6,8 @@ use parbench_common::rng::Rng;
 use word2vec::reference::{cosine, pair_update, sgns_loss, sigmoid};
 use word2vec::sampling::{keep_probability, NegativeSampler, Subsampler};
 use word2vec::{
-    full, gemm, hogwild, variants, Control, Corpus, EpochReport, TrainOutput, TrainParams, Trainer,
-    W2vError,
+    full, gemm, hogwild, variant_names, variants, Control, Corpus, EpochReport, EpochStats,
+    TrainOutput, TrainParams, Trainer, W2vError,
 };
 
 fn quiet(_: &EpochReport) -> Control {
@@ -17,6 +17,94 @@ fn quiet(_: &EpochReport) -> Control {
 fn train(v: &dyn Trainer, corpus: &Corpus, params: &TrainParams) -> TrainOutput {
     v.train(corpus, params, &mut quiet)
         .unwrap_or_else(|e| panic!("{}: {e}", v.name()))
+}
+
+/// A trainer under test: every shared-memory variant, and `distributed` over each of them on two
+/// in-process ranks.
+struct Case {
+    /// `gemm`, or `distributed(gemm)`.
+    label: String,
+    trainer: Box<dyn Trainer>,
+    /// The shared-memory variant doing the arithmetic (the trainer itself, or its ranks').
+    inner: &'static str,
+    /// The ranks' learning rate is the run's times this (`distributed` scales it by `p`).
+    alpha_scale: f64,
+}
+
+/// The exchange settings the suite runs `distributed` with: several exchanges per epoch on the
+/// test corpora, hot rows at every one, the others every second.
+fn suite_sync() -> SyncOptions {
+    SyncOptions {
+        sync_words: 500,
+        hot_words: 5,
+        rare_every: 2,
+        scale_alpha: true,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let mut cases: Vec<Case> = variants()
+        .into_iter()
+        .map(|v| Case {
+            label: v.name().to_string(),
+            inner: v.name(),
+            trainer: v,
+            alpha_scale: 1.0,
+        })
+        .collect();
+    for inner in variant_names() {
+        cases.push(Case {
+            label: format!("distributed({inner})"),
+            trainer: Box::new(distributed(inner, 2, suite_sync())),
+            inner,
+            alpha_scale: 2.0,
+        });
+    }
+    cases
+}
+
+/// The instantiations of the kernels this CPU runs: the portable one always (forced through the
+/// `*_portable` entry points), AVX2 + FMA where the CPU has them (the default entry points).
+fn simd_paths() -> Vec<&'static str> {
+    let mut paths = vec!["portable"];
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        paths.push("avx2+fma");
+    }
+    paths
+}
+
+type PairStep = fn(&mut [f32], &mut [f32], usize, u32, &[u32], f32);
+type BatchStep = fn(&mut [f32], &mut [f32], usize, &[u32], &[u32], f32);
+type StreamStep = fn(&mut [f32], &mut [f32], usize, usize, &[u32], &[Vec<u32>], f32) -> EpochStats;
+
+fn hogwild_step(path: &str) -> PairStep {
+    match path {
+        "portable" => hogwild::step_portable,
+        _ => hogwild::step,
+    }
+}
+
+fn gemm_step(path: &str) -> BatchStep {
+    match path {
+        "portable" => gemm::step_portable,
+        _ => gemm::step,
+    }
+}
+
+fn full_step(path: &str) -> StreamStep {
+    match path {
+        "portable" => full::step_stream_portable,
+        _ => full::step_stream,
+    }
+}
+
+/// Says which instantiations a kernel test checked (visible with `--nocapture`).
+fn report_paths(test: &str, paths: &[&str]) {
+    eprintln!(
+        "{test}: checked the {} kernel path(s): {paths:?}",
+        paths.len()
+    );
 }
 
 fn random_matrix(rng: &mut Rng, rows: usize, dim: usize, scale: f64) -> Vec<f32> {
@@ -75,8 +163,6 @@ fn update_is_minus_alpha_times_the_finite_difference_gradient_of_the_loss() {
     let output = random_matrix(&mut rng, v, d, 1.0);
     let (context, targets) = (2u32, [4u32, 0, 5, 1]);
     let alpha = 0.05f32;
-    let (mut inp, mut out) = (input.clone(), output.clone());
-    hogwild::step(&mut inp, &mut out, d, context, &targets, alpha);
     let h = 1e-3f32;
     let grad = |matrix_is_input: bool, idx: usize| -> f64 {
         let (mut i1, mut o1) = (input.clone(), output.clone());
@@ -96,48 +182,58 @@ fn update_is_minus_alpha_times_the_finite_difference_gradient_of_the_loss() {
         (sgns_loss(&i1, &o1, d, context, &targets) - sgns_loss(&i2, &o2, d, context, &targets))
             / step
     };
-    let mut checked = 0;
-    for j in 0..d {
-        let idx = context as usize * d + j;
-        let want = -(alpha as f64) * grad(true, idx);
-        let got = (inp[idx] - input[idx]) as f64;
-        assert!(
-            (got - want).abs() < 2e-5,
-            "in[{context}][{j}]: update {got}, -alpha grad {want}"
-        );
-        checked += 1;
-        for &t in &targets {
-            let idx = t as usize * d + j;
-            let want = -(alpha as f64) * grad(false, idx);
-            let got = (out[idx] - output[idx]) as f64;
+    let paths = simd_paths();
+    for &path in &paths {
+        let (mut inp, mut out) = (input.clone(), output.clone());
+        hogwild_step(path)(&mut inp, &mut out, d, context, &targets, alpha);
+        let mut checked = 0;
+        for j in 0..d {
+            let idx = context as usize * d + j;
+            let want = -(alpha as f64) * grad(true, idx);
+            let got = (inp[idx] - input[idx]) as f64;
             assert!(
                 (got - want).abs() < 2e-5,
-                "out[{t}][{j}]: update {got}, -alpha grad {want}"
+                "{path}: in[{context}][{j}]: update {got}, -alpha grad {want}"
             );
             checked += 1;
+            for &t in &targets {
+                let idx = t as usize * d + j;
+                let want = -(alpha as f64) * grad(false, idx);
+                let got = (out[idx] - output[idx]) as f64;
+                assert!(
+                    (got - want).abs() < 2e-5,
+                    "{path}: out[{t}][{j}]: update {got}, -alpha grad {want}"
+                );
+                checked += 1;
+            }
         }
+        assert_eq!(checked, d * (1 + targets.len()));
+        // Rows the pair does not touch stay put.
+        assert_eq!(&inp[..2 * d], &input[..2 * d], "{path}");
+        assert_eq!(&out[3 * d..4 * d], &output[3 * d..4 * d], "{path}");
     }
-    assert_eq!(checked, d * (1 + targets.len()));
-    // Rows the pair does not touch stay put.
-    assert_eq!(&inp[..2 * d], &input[..2 * d]);
-    assert_eq!(&out[3 * d..4 * d], &output[3 * d..4 * d]);
+    report_paths("finite-difference gradient", &paths);
 }
 
 #[test]
-fn hogwild_step_matches_the_reference_update() {
+fn hogwild_step_matches_the_reference_update_on_every_kernel_path() {
+    let paths = simd_paths();
     for d in [1usize, 7, 16, 17, 100] {
         let mut rng = Rng::new(d as u64);
         let input = random_matrix(&mut rng, 5, d, 1.0);
         let output = random_matrix(&mut rng, 5, d, 1.0);
         // A repeated negative is applied twice in sequence, as word2vec.c does.
         let targets = [1u32, 3, 3, 0];
-        let (mut i1, mut o1) = (input.clone(), output.clone());
-        hogwild::step(&mut i1, &mut o1, d, 2, &targets, 0.1);
         let (mut i2, mut o2) = (input.clone(), output.clone());
         pair_update(&mut i2, &mut o2, d, 2, &targets, 0.1);
-        assert_close(&format!("d {d} input"), &i1, &i2, 2e-5);
-        assert_close(&format!("d {d} output"), &o1, &o2, 2e-5);
+        for &path in &paths {
+            let (mut i1, mut o1) = (input.clone(), output.clone());
+            hogwild_step(path)(&mut i1, &mut o1, d, 2, &targets, 0.1);
+            assert_close(&format!("{path}: d {d} input"), &i1, &i2, 2e-5);
+            assert_close(&format!("{path}: d {d} output"), &o1, &o2, 2e-5);
+        }
     }
+    report_paths("hogwild against the f64 reference", &paths);
 }
 
 /// pWord2Vec's batch from one snapshot, in f64.
@@ -184,7 +280,8 @@ fn reference_batch(
 }
 
 #[test]
-fn gemm_batch_matches_the_snapshot_products_on_awkward_shapes() {
+fn gemm_batch_matches_the_snapshot_products_on_awkward_shapes_on_every_kernel_path() {
+    let paths = simd_paths();
     for (d, n, m) in [
         (1, 1, 1),
         (7, 3, 5),
@@ -199,13 +296,16 @@ fn gemm_batch_matches_the_snapshot_products_on_awkward_shapes() {
         let output = random_matrix(&mut rng, v, d, 0.8);
         let contexts: Vec<u32> = (0..n as u32).collect();
         let targets: Vec<u32> = (0..m as u32).map(|j| j + 2).collect();
-        let (mut i1, mut o1) = (input.clone(), output.clone());
-        gemm::step(&mut i1, &mut o1, d, &contexts, &targets, 0.05);
         let (mut i2, mut o2) = (input.clone(), output.clone());
         reference_batch(&mut i2, &mut o2, d, &contexts, &targets, 0.05);
-        assert_close(&format!("{d}x{n}x{m} input"), &i1, &i2, 2e-5);
-        assert_close(&format!("{d}x{n}x{m} output"), &o1, &o2, 2e-5);
+        for &path in &paths {
+            let (mut i1, mut o1) = (input.clone(), output.clone());
+            gemm_step(path)(&mut i1, &mut o1, d, &contexts, &targets, 0.05);
+            assert_close(&format!("{path}: {d}x{n}x{m} input"), &i1, &i2, 2e-5);
+            assert_close(&format!("{path}: {d}x{n}x{m} output"), &o1, &o2, 2e-5);
+        }
     }
+    report_paths("gemm against the f64 snapshot products", &paths);
 }
 
 #[test]
@@ -215,12 +315,21 @@ fn gemm_with_one_context_word_is_the_hogwild_update() {
     let input = random_matrix(&mut rng, 8, d, 1.0);
     let output = random_matrix(&mut rng, 8, d, 1.0);
     let targets = [6u32, 1, 2, 7];
-    let (mut i1, mut o1) = (input.clone(), output.clone());
-    gemm::step(&mut i1, &mut o1, d, &[3], &targets, 0.07);
-    let (mut i2, mut o2) = (input.clone(), output.clone());
-    hogwild::step(&mut i2, &mut o2, d, 3, &targets, 0.07);
-    assert_close("input", &i1, &i2, 1e-5);
-    assert_close("output", &o1, &o2, 1e-5);
+    let paths = simd_paths();
+    for &path in &paths {
+        let (mut i1, mut o1) = (input.clone(), output.clone());
+        gemm_step(path)(&mut i1, &mut o1, d, &[3], &targets, 0.07);
+        let (mut i2, mut o2) = (input.clone(), output.clone());
+        hogwild_step(path)(&mut i2, &mut o2, d, 3, &targets, 0.07);
+        assert_close(&format!("{path}: input"), &i1, &i2, 1e-5);
+        assert_close(&format!("{path}: output"), &o1, &o2, 1e-5);
+        // And both against the f64 reference.
+        let (mut i3, mut o3) = (input.clone(), output.clone());
+        pair_update(&mut i3, &mut o3, d, 3, &targets, 0.07);
+        assert_close(&format!("{path}: input vs reference"), &i1, &i3, 2e-5);
+        assert_close(&format!("{path}: output vs reference"), &o1, &o3, 2e-5);
+    }
+    report_paths("gemm with one context word", &paths);
 }
 
 #[test]
@@ -230,17 +339,23 @@ fn full_on_two_words_is_two_hogwild_pairs() {
     let input = random_matrix(&mut rng, 6, d, 1.0);
     let output = random_matrix(&mut rng, 6, d, 1.0);
     let targets = vec![vec![0u32, 4, 5], vec![1u32, 3]];
-    let (mut i1, mut o1) = (input.clone(), output.clone());
-    let stats = full::step_stream(&mut i1, &mut o1, d, 1, &[0, 1], &targets, 0.1);
-    let (mut i2, mut o2) = (input.clone(), output.clone());
-    hogwild::step(&mut i2, &mut o2, d, 1, &targets[0], 0.1);
-    hogwild::step(&mut i2, &mut o2, d, 0, &targets[1], 0.1);
-    assert_close("input", &i1, &i2, 1e-5);
-    assert_close("output", &o1, &o2, 1e-5);
-    assert_eq!(stats.pairs, 5);
-    assert_eq!(stats.traffic.input_rows_read, 2);
-    assert_eq!(stats.traffic.input_rows_written, 2);
-    assert_eq!(stats.traffic.output_rows_read, 5);
+    let paths = simd_paths();
+    for &path in &paths {
+        let (mut i1, mut o1) = (input.clone(), output.clone());
+        let stats = full_step(path)(&mut i1, &mut o1, d, 1, &[0, 1], &targets, 0.1);
+        // The f64 reference, pair by pair: word 1 is the context of center 0, then word 0 of
+        // center 1.
+        let (mut i2, mut o2) = (input.clone(), output.clone());
+        pair_update(&mut i2, &mut o2, d, 1, &targets[0], 0.1);
+        pair_update(&mut i2, &mut o2, d, 0, &targets[1], 0.1);
+        assert_close(&format!("{path}: input"), &i1, &i2, 2e-5);
+        assert_close(&format!("{path}: output"), &o1, &o2, 2e-5);
+        assert_eq!(stats.pairs, 5, "{path}");
+        assert_eq!(stats.traffic.input_rows_read, 2, "{path}");
+        assert_eq!(stats.traffic.input_rows_written, 2, "{path}");
+        assert_eq!(stats.traffic.output_rows_read, 5, "{path}");
+    }
+    report_paths("full on two words", &paths);
 }
 
 /// FULL-W2V's window semantics written directly on the model (valid when the stream's words
@@ -286,7 +401,8 @@ fn reference_full(
 }
 
 #[test]
-fn full_stream_matches_its_definition_over_many_windows() {
+fn full_stream_matches_its_definition_over_many_windows_on_every_kernel_path() {
+    let paths = simd_paths();
     for (half, len, d) in [(1usize, 5usize, 9usize), (2, 9, 16), (3, 12, 33), (3, 2, 8)] {
         let v = 40;
         let mut rng = Rng::new((half * 1000 + len) as u64);
@@ -302,49 +418,38 @@ fn full_stream_matches_its_definition_over_many_windows() {
                 t
             })
             .collect();
-        let (mut i1, mut o1) = (input.clone(), output.clone());
-        let stats = full::step_stream(&mut i1, &mut o1, d, half, &words, &targets, 0.05);
         let (mut i2, mut o2) = (input.clone(), output.clone());
         reference_full(&mut i2, &mut o2, d, half, &words, &targets, 0.05);
-        let what = format!("half {half}, {len} words, d {d}");
-        assert_close(&format!("{what}: input"), &i1, &i2, 3e-5);
-        assert_close(&format!("{what}: output"), &o1, &o2, 3e-5);
-        // Lifetime reuse: every word's input row is read once and written once.
-        assert_eq!(stats.traffic.input_rows_read, len as u64, "{what}");
-        assert_eq!(stats.traffic.input_rows_written, len as u64, "{what}");
+        for &path in &paths {
+            let (mut i1, mut o1) = (input.clone(), output.clone());
+            let stats = full_step(path)(&mut i1, &mut o1, d, half, &words, &targets, 0.05);
+            let what = format!("{path}: half {half}, {len} words, d {d}");
+            assert_close(&format!("{what}: input"), &i1, &i2, 3e-5);
+            assert_close(&format!("{what}: output"), &o1, &o2, 3e-5);
+            // Lifetime reuse: every word's input row is read once and written once.
+            assert_eq!(stats.traffic.input_rows_read, len as u64, "{what}");
+            assert_eq!(stats.traffic.input_rows_written, len as u64, "{what}");
+        }
     }
+    report_paths("full against its f64 definition", &paths);
 }
 
 #[test]
 fn single_thread_runs_repeat_bit_for_bit_and_the_seed_matters() {
     let corpus = planted_corpus(8, 60, 15, 1);
-    for v in variants() {
+    for case in cases() {
+        let (v, name) = (case.trainer.as_ref(), &case.label);
         let params = TrainParams {
             sample: 1e-2,
             ..small_params()
         };
-        let a = train(v.as_ref(), &corpus, &params);
-        let b = train(v.as_ref(), &corpus, &params);
-        assert_eq!(
-            a.model.vectors(),
-            b.model.vectors(),
-            "{}: vectors",
-            v.name()
-        );
-        assert_eq!(
-            a.output_vectors,
-            b.output_vectors,
-            "{}: output vectors",
-            v.name()
-        );
-        assert_eq!(a.epochs[0].pairs, b.epochs[0].pairs, "{}", v.name());
-        let c = train(v.as_ref(), &corpus, &TrainParams { seed: 12, ..params });
-        assert_ne!(
-            a.model.vectors(),
-            c.model.vectors(),
-            "{}: seed ignored",
-            v.name()
-        );
+        let a = train(v, &corpus, &params);
+        let b = train(v, &corpus, &params);
+        assert_eq!(a.model.vectors(), b.model.vectors(), "{name}: vectors");
+        assert_eq!(a.output_vectors, b.output_vectors, "{name}: output vectors");
+        assert_eq!(a.epochs[0].pairs, b.epochs[0].pairs, "{name}");
+        let c = train(v, &corpus, &TrainParams { seed: 12, ..params });
+        assert_ne!(a.model.vectors(), c.model.vectors(), "{name}: seed ignored");
     }
 }
 
@@ -372,23 +477,23 @@ fn group_cosines(out: &TrainOutput, per_group: usize) -> (f64, f64) {
 fn every_variant_learns_planted_groups_with_several_threads() {
     let per_group = 10;
     let corpus = planted_corpus(per_group, 1200, 20, 2);
-    for v in variants() {
+    for case in cases() {
+        let name = &case.label;
         let params = TrainParams {
             epochs: 3,
             threads: 2,
             alpha: 0.05,
             ..small_params()
         };
-        let out = train(v.as_ref(), &corpus, &params);
+        let out = train(case.trainer.as_ref(), &corpus, &params);
         let (within, across) = group_cosines(&out, per_group);
         assert!(
             within > across + 0.3,
-            "{}: mean cosine within groups {within:.3}, across {across:.3}",
-            v.name()
+            "{name}: mean cosine within groups {within:.3}, across {across:.3}"
         );
-        assert_eq!(out.epochs_completed, 3);
-        assert_eq!(out.words_processed, 3 * corpus.num_words(), "{}", v.name());
-        assert!(out.model.vectors().iter().all(|x| x.is_finite()));
+        assert_eq!(out.epochs_completed, 3, "{name}");
+        assert_eq!(out.words_processed, 3 * corpus.num_words(), "{name}");
+        assert!(out.model.vectors().iter().all(|x| x.is_finite()), "{name}");
     }
 }
 
@@ -401,48 +506,179 @@ fn counters_follow_each_variants_access_pattern_and_full_moves_the_least() {
         ..small_params()
     };
     let mut bytes = Vec::new();
-    for v in variants() {
-        let out = train(v.as_ref(), &corpus, &params);
+    for case in cases() {
+        let name = &case.label;
+        let out = train(case.trainer.as_ref(), &corpus, &params);
         let e = out.epochs[0];
-        assert_eq!(e.words, corpus.num_words(), "{}", v.name());
+        assert_eq!(e.words, corpus.num_words(), "{name}");
         assert_eq!(
             e.kept_words,
             corpus.num_words(),
-            "{}: sample 0 keeps all",
-            v.name()
+            "{name}: sample 0 keeps all"
         );
         let t = e.traffic;
-        match v.name() {
+        match case.inner {
             "hogwild" => {
-                assert_eq!(t.output_rows_read, e.pairs);
-                assert_eq!(t.input_rows_read, t.input_rows_written);
+                // One output row per pair, one input row per (context, center) pair.
+                assert_eq!(t.output_rows_read, e.pairs, "{name}");
+                assert_eq!(t.output_rows_written, e.pairs, "{name}");
+                assert_eq!(t.input_rows_read, t.input_rows_written, "{name}");
             }
-            "gemm" => assert_eq!(t.output_rows_read, t.output_rows_written),
+            "gemm" => {
+                assert_eq!(t.output_rows_read, t.output_rows_written, "{name}");
+                assert_eq!(t.input_rows_read, t.input_rows_written, "{name}");
+            }
             "full" => {
-                assert_eq!(t.input_rows_read, e.kept_words);
-                assert_eq!(t.input_rows_written, e.kept_words);
+                assert_eq!(t.input_rows_read, e.kept_words, "{name}");
+                assert_eq!(t.input_rows_written, e.kept_words, "{name}");
             }
-            _ => {}
+            other => panic!("{name}: no access pattern stated for {other}"),
         }
-        assert!(
-            (out.flops - 6.0 * params.dim as f64 * e.pairs as f64).abs() < 1.0,
-            "{}",
-            v.name()
-        );
         bytes.push((
-            v.name(),
+            name.clone(),
             t.bytes_read(params.dim) + t.bytes_written(params.dim),
         ));
     }
-    let of = |name: &str| bytes.iter().find(|(n, _)| *n == name).unwrap().1;
-    assert!(of("full") < of("gemm"), "{bytes:?}");
-    assert!(of("gemm") < of("hogwild"), "{bytes:?}");
+    let of = |name: &str| bytes.iter().find(|(n, _)| n == name).unwrap().1;
+    for prefix in ["", "distributed("] {
+        let label = |inner: &str| {
+            if prefix.is_empty() {
+                inner.to_string()
+            } else {
+                format!("{prefix}{inner})")
+            }
+        };
+        assert!(of(&label("full")) < of(&label("gemm")), "{bytes:?}");
+        assert!(of(&label("gemm")) < of(&label("hogwild")), "{bytes:?}");
+    }
+}
+
+/// (context, center) pairs of a window of fixed reach over a stretch of `len` consecutive words:
+/// every word pairs with each other word at most `reach` positions away, counted here by
+/// enumerating the positions.
+fn pairs_in_stretch(len: usize, reach: usize) -> u64 {
+    let mut pairs = 0;
+    for p in 0..len {
+        for q in 0..len {
+            if q != p && q.abs_diff(p) <= reach {
+                pairs += 1;
+            }
+        }
+    }
+    pairs
+}
+
+/// A corpus of the given line lengths over `vocab` words (word `i` of the corpus is id
+/// `i % vocab`).
+fn corpus_of_lines(lengths: &[usize], vocab: usize) -> Corpus {
+    let words: Vec<String> = (0..vocab).map(|i| format!("v{i}")).collect();
+    let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+    let n: usize = lengths.iter().sum();
+    let ids: Vec<u32> = (0..n).map(|i| (i % vocab) as u32).collect();
+    let ends: Vec<usize> = lengths
+        .iter()
+        .scan(0, |end, &l| {
+            *end += l;
+            Some(*end)
+        })
+        .collect();
+    Corpus::from_ids(&refs, ids, ends)
+}
+
+#[test]
+fn pairs_and_flops_follow_a_hand_count_on_tiny_corpora() {
+    // With one thread and no subsampling the pairs trained are fixed by the corpus and window:
+    // `hogwild` and `gemm` pair the words of a sentence (a line, or the part of it inside a
+    // rank's shard), `full` the words of its whole stream (a rank's shard, line ends ignored),
+    // each target once per context word. Counted here from the line lengths alone.
+    //
+    // Case 1: window 1 (every reduced window is 1, `full`'s fixed half-window is 1), no
+    // negatives: one pair per (context, center).
+    // Case 2: window 4 with 3 negatives over a one-word vocabulary: every negative drawn is the
+    // center word and skipped, so still one pair per (context, center); lines of two words, so
+    // any reduced window in 1..=4 covers the line; `full`'s half-window is 2.
+    // The lines are laid out so that the half-way split between two ranks falls on a line end.
+    let case_1 = (
+        vec![1usize, 2, 3, 5, 4, 6, 7, 2, 1, 5, 3, 3],
+        9usize,
+        1usize,
+        0usize,
+    );
+    let case_2 = (vec![2usize; 14], 1usize, 4usize, 3usize);
+    let epochs = 2;
+    for (lengths, vocab, window, negative) in [case_1, case_2] {
+        let corpus = corpus_of_lines(&lengths, vocab);
+        let n = lengths.iter().sum::<usize>();
+        let half_lines = lengths
+            .iter()
+            .scan(0, |s, &l| {
+                *s += l;
+                Some(*s)
+            })
+            .position(|end| end == n / 2)
+            .expect("a line ends half-way");
+        let params = TrainParams {
+            dim: 8,
+            window,
+            negative,
+            sample: 0.0,
+            epochs,
+            threads: 1,
+            ..small_params()
+        };
+        let sentence_pairs: u64 = lengths.iter().map(|&l| pairs_in_stretch(l, 1)).sum();
+        for case in cases() {
+            let name = format!("{} (window {window}, {negative} negatives)", case.label);
+            let ranks = if case.alpha_scale > 1.0 { 2 } else { 1 };
+            // One exchange per epoch, so a rank's shard is one segment.
+            let trainer: Box<dyn Trainer> = if ranks > 1 {
+                Box::new(distributed(
+                    case.inner,
+                    ranks,
+                    SyncOptions {
+                        sync_words: u64::MAX,
+                        ..suite_sync()
+                    },
+                ))
+            } else {
+                variants()
+                    .into_iter()
+                    .find(|v| v.name() == case.inner)
+                    .unwrap()
+            };
+            let expected: u64 = match case.inner {
+                "full" => {
+                    let shards = if ranks == 1 {
+                        vec![n]
+                    } else {
+                        vec![n / 2, n / 2]
+                    };
+                    let reach = window.div_ceil(2);
+                    shards.iter().map(|&l| pairs_in_stretch(l, reach)).sum()
+                }
+                _ => sentence_pairs,
+            };
+            assert!(half_lines > 0 && expected > 0);
+            let out = train(trainer.as_ref(), &corpus, &params);
+            assert_eq!(out.epochs.len(), epochs, "{name}");
+            for (e, stats) in out.epochs.iter().enumerate() {
+                assert_eq!(stats.words, n as u64, "{name}: epoch {e} words");
+                assert_eq!(stats.kept_words, n as u64, "{name}: epoch {e} kept words");
+                assert_eq!(stats.pairs, expected, "{name}: epoch {e} pairs");
+            }
+            // 6 d flops per pair: the dot product, the context's gradient and the target's
+            // update, d multiply-adds each.
+            let flops = 6.0 * params.dim as f64 * (epochs as u64 * expected) as f64;
+            assert_eq!(out.flops, flops, "{name}: flops");
+        }
+    }
 }
 
 #[test]
 fn progress_reports_advance_and_stop_ends_the_run_early() {
     let corpus = planted_corpus(10, 400, 20, 5);
-    for v in variants() {
+    for case in cases() {
+        let name = &case.label;
         let params = TrainParams {
             epochs: 4,
             threads: 2,
@@ -450,7 +686,8 @@ fn progress_reports_advance_and_stop_ends_the_run_early() {
             ..small_params()
         };
         let mut reports: Vec<EpochReport> = Vec::new();
-        let out = v
+        let out = case
+            .trainer
             .train(&corpus, &params, &mut |r| {
                 reports.push(*r);
                 if r.epoch_finished && r.epoch == 1 {
@@ -460,20 +697,29 @@ fn progress_reports_advance_and_stop_ends_the_run_early() {
                 }
             })
             .unwrap();
-        assert_eq!(out.epochs_completed, 2, "{}", v.name());
-        assert_eq!(out.words_processed, 2 * corpus.num_words(), "{}", v.name());
+        assert_eq!(out.epochs_completed, 2, "{name}");
+        assert_eq!(out.words_processed, 2 * corpus.num_words(), "{name}");
         let finished: Vec<usize> = reports
             .iter()
             .filter(|r| r.epoch_finished)
             .map(|r| r.epoch)
             .collect();
-        assert_eq!(finished, [0, 1], "{}", v.name());
-        assert!(reports
-            .windows(2)
-            .all(|w| w[0].words_processed <= w[1].words_processed && w[0].alpha >= w[1].alpha));
+        assert_eq!(finished, [0, 1], "{name}");
+        assert!(
+            reports
+                .windows(2)
+                .all(|w| w[0].words_processed <= w[1].words_processed && w[0].alpha >= w[1].alpha),
+            "{name}: {reports:?}"
+        );
         let last = reports.last().unwrap();
-        assert_eq!(last.words_total, 4 * corpus.num_words());
-        assert!(last.alpha < params.alpha && last.alpha > params.alpha * 0.4);
+        assert_eq!(last.words_total, 4 * corpus.num_words(), "{name}");
+        // Half the run done: the rate has decayed to about half its start.
+        let start = params.alpha * case.alpha_scale;
+        assert!(
+            last.alpha < start && last.alpha > start * 0.4,
+            "{name}: alpha {} after half the run, starting at {start}",
+            last.alpha
+        );
     }
 }
 
@@ -481,45 +727,44 @@ fn progress_reports_advance_and_stop_ends_the_run_early() {
 fn bad_parameters_and_an_empty_corpus_are_rejected() {
     let corpus = planted_corpus(3, 4, 5, 6);
     let empty = Corpus::from_ids(&["a"], vec![], vec![0]);
-    for v in variants() {
-        let base = small_params();
-        let bad = [
-            TrainParams {
-                dim: 0,
-                ..base.clone()
-            },
-            TrainParams {
-                window: 0,
-                ..base.clone()
-            },
-            TrainParams {
-                threads: 0,
-                ..base.clone()
-            },
-            TrainParams {
-                epochs: 0,
-                ..base.clone()
-            },
-            TrainParams {
-                alpha: f64::NAN,
-                ..base.clone()
-            },
-            TrainParams {
-                sample: -1.0,
-                ..base.clone()
-            },
-        ];
-        for p in &bad {
-            assert!(
-                v.train(&corpus, p, &mut quiet).is_err(),
-                "{}: {p:?}",
-                v.name()
-            );
+    let base = small_params();
+    type Change = fn(&mut TrainParams);
+    // Each change alone breaks the base parameters; the error must name what is wrong.
+    let bad: [(&str, Change, &str); 9] = [
+        ("dim 0", |p| p.dim = 0, "dimension"),
+        ("dim 4097", |p| p.dim = 4097, "dimension"),
+        ("window 0", |p| p.window = 0, "window"),
+        ("window 65", |p| p.window = 65, "window"),
+        ("negative 257", |p| p.negative = 257, "negatives"),
+        ("threads 0", |p| p.threads = 0, "threads"),
+        ("epochs 0", |p| p.epochs = 0, "epochs"),
+        ("alpha NaN", |p| p.alpha = f64::NAN, "alpha"),
+        ("sample -1", |p| p.sample = -1.0, "subsampling threshold"),
+    ];
+    for case in cases() {
+        let (v, name) = (case.trainer.as_ref(), &case.label);
+        // The base parameters train, so each failure below is the change's doing.
+        let ok = v
+            .train(&corpus, &base, &mut quiet)
+            .unwrap_or_else(|e| panic!("{name}: the base parameters fail: {e}"));
+        assert_eq!(ok.epochs_completed, base.epochs, "{name}");
+        for (what, change, needle) in bad {
+            let mut p = base.clone();
+            change(&mut p);
+            assert_ne!(p, base, "{what} changes nothing");
+            match v.train(&corpus, &p, &mut quiet) {
+                Ok(_) => panic!("{name}: {what} was accepted"),
+                Err(e) => assert!(
+                    e.to_string().contains(needle),
+                    "{name}: {what}: the error does not name the {needle}: {e}"
+                ),
+            }
         }
-        assert!(matches!(
-            v.train(&empty, &base, &mut quiet),
-            Err(W2vError::EmptyCorpus)
-        ));
+        let err = v.train(&empty, &base, &mut quiet).err();
+        assert!(
+            matches!(err, Some(W2vError::EmptyCorpus)),
+            "{name}: an empty corpus gave {err:?}"
+        );
     }
 }
 
@@ -573,7 +818,8 @@ fn negatives_follow_unigram_to_the_three_quarters_by_chi_square() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// `distributed` (data parallel over ranks, on the in-process communicator).
+// `distributed` (data parallel over ranks, on the in-process communicator): the checks above run
+// it as a `Trainer` through `cases()`; these are the ones specific to its ranks and exchanges.
 // ---------------------------------------------------------------------------------------------
 
 use word2vec::distributed::{train_rank, RankOutput};
@@ -736,4 +982,89 @@ fn distributed_rejects_bad_options_on_every_rank() {
         .train_ranks(&corpus, &params, &mut quiet)
         .unwrap_err();
     assert!(err.to_string().contains("at least 1"), "{err}");
+}
+
+#[test]
+fn a_stop_on_any_rank_ends_every_rank_at_the_same_exchange_with_one_model() {
+    let corpus = planted_corpus(8, 100, 15, 7);
+    let params = TrainParams {
+        epochs: 4,
+        ..small_params()
+    };
+    let sync = SyncOptions {
+        sync_words: 150,
+        ..suite_sync()
+    };
+    let shard = corpus.num_words() / 2;
+    let per_epoch = shard.div_ceil(150) as usize;
+    for stopper in [0usize, 1] {
+        for inner in ["hogwild", "gemm", "full"] {
+            // Rank `stopper` stops at the end of epoch 1 (its second closing report).
+            let runs = parbench_common::comm::threads::run_threads(2, |comm| {
+                let me = comm.rank();
+                train_rank(comm, inner, &corpus, &params, &sync, &mut |r| {
+                    if me == stopper && r.epoch_finished && r.epoch == 1 {
+                        Control::Stop
+                    } else {
+                        Control::Continue
+                    }
+                })
+            })
+            .unwrap();
+            let what = format!("{inner}, rank {stopper} stops");
+            for r in &runs {
+                let out = &r.value.train;
+                assert_eq!(out.epochs_completed, 2, "{what}");
+                assert_eq!(out.words_processed, 2 * shard, "{what}: this rank's words");
+                assert_eq!(r.value.exchanges, 2 * per_epoch, "{what}");
+            }
+            let (a, b) = (&runs[0].value.train, &runs[1].value.train);
+            assert_eq!(a.model.vectors(), b.model.vectors(), "{what}: one model");
+            assert_eq!(a.output_vectors, b.output_vectors, "{what}: one model");
+        }
+    }
+}
+
+#[test]
+fn shards_needing_different_segment_counts_still_exchange_in_step() {
+    // 61 lines of 15 words: shards of 457 and 458 words. With an exchange every 457 words rank
+    // 0's shard is one segment and rank 1's two: rank 0 ends each epoch with an empty segment
+    // so that both make the same exchanges.
+    let corpus = planted_corpus(8, 61, 15, 9);
+    assert_eq!(corpus.num_words(), 915);
+    let params = small_params();
+    let sync = SyncOptions {
+        sync_words: 457,
+        ..suite_sync()
+    };
+    for inner in ["hogwild", "gemm", "full"] {
+        let runs = distributed(inner, 2, sync.clone())
+            .train_ranks(&corpus, &params, &mut quiet)
+            .unwrap_or_else(|e| panic!("{inner}: {e}"));
+        assert_eq!(runs[0].exchanges, 2 * params.epochs, "{inner}");
+        assert_eq!(runs[1].exchanges, 2 * params.epochs, "{inner}");
+        assert_eq!(
+            runs[0].train.model.vectors(),
+            runs[1].train.model.vectors(),
+            "{inner}"
+        );
+        assert_eq!(
+            runs[0].train.words_processed,
+            params.epochs as u64 * 915,
+            "{inner}"
+        );
+    }
+}
+
+#[test]
+fn a_panicking_callback_does_not_hang_the_ranks() {
+    let corpus = planted_corpus(8, 100, 15, 8);
+    let d = distributed("gemm", 2, suite_sync());
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        d.train(&corpus, &small_params(), &mut |_| panic!("callback fails"))
+    }));
+    assert!(outcome.is_err(), "the callback's panic was lost");
+    // The ranks are free again: the next run completes.
+    let again = train(&d, &corpus, &small_params());
+    assert_eq!(again.epochs_completed, small_params().epochs);
 }

@@ -2,11 +2,12 @@
 //!
 //! [`Communicator`] is an MPI-shaped contract: a rank and a size, sub-communicators by
 //! [`Communicator::split`] (as `MPI_Comm_split`: the 1.5D/2.5D fibers, layers, rows and columns
-//! are all splits), and the collectives the paper's algorithms use, on `f64` buffers (and `u32`
-//! for sparse coordinates). It is object safe and free of generics so that an MPI backend
-//! (rsmpi, issue 6) implements the same dozen methods and the algorithms, which only see
-//! `&dyn Communicator`, do not change. [`threads`] is the in-process backend: one OS thread per
-//! rank, message passing over channels only.
+//! are all splits), the collectives the paper's algorithms use, on `f64` buffers (and `u32`
+//! for sparse coordinates), and point-to-point byte messages for protocols that are not
+//! collectives (LDA's master and workers). It is object safe and free of generics, so the
+//! algorithms, which only see `&dyn Communicator`, run unchanged on either backend: [`threads`],
+//! in process (one OS thread per rank, message passing over channels only), or `mpi` (cargo
+//! feature `mpi`: rsmpi on OpenMPI, one process per rank under `mpirun`).
 //!
 //! # Counting convention
 //!
@@ -49,13 +50,20 @@ use thiserror::Error;
 /// propagating blocks within a layer (shifts), or reducing a replicated output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
+    /// Copying data to more ranks: FusedMM's all-gathers of an input along the fiber, which
+    /// build a rank's replicated block.
     Replication,
+    /// Moving blocks between ranks without combining them: FusedMM's shifts within a layer.
     Propagation,
+    /// Summing the contributions of several ranks: reduce-scatters and all-reduces (FusedMM's
+    /// replicated outputs, word2vec's model averages).
     Reduction,
 }
 
 impl Phase {
+    /// Every phase, in the order the counters store them and reports print them.
     pub const ALL: [Phase; 3] = [Phase::Replication, Phase::Propagation, Phase::Reduction];
+    /// Lowercase name used in reports and JSON keys (`"replication"`).
     pub fn name(self) -> &'static str {
         match self {
             Phase::Replication => "replication",
@@ -71,9 +79,13 @@ impl Phase {
 /// Words, messages and time of one rank in one phase.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PhaseCounts {
+    /// Buffer elements sent (an `f64` or a `u32` is one word each), to other ranks only.
     pub words_sent: u64,
+    /// Buffer elements received from other ranks.
     pub words_received: u64,
+    /// Point-to-point transfers to other ranks, whatever their length (empty ones included).
     pub messages_sent: u64,
+    /// Point-to-point transfers received from other ranks.
     pub messages_received: u64,
     /// Wall time inside communication calls of this phase.
     pub seconds: f64,
@@ -105,9 +117,11 @@ pub struct CommStats {
 }
 
 impl CommStats {
+    /// The counts of one phase.
     pub fn phase(&self, phase: Phase) -> &PhaseCounts {
         &self.phases[phase.index()]
     }
+    /// The counts of one phase, for a backend to add to.
     pub fn phase_mut(&mut self, phase: Phase) -> &mut PhaseCounts {
         &mut self.phases[phase.index()]
     }
@@ -137,12 +151,28 @@ impl CommStats {
 /// Why a communication call failed.
 #[derive(Clone, Debug, Error, PartialEq)]
 pub enum CommError {
+    /// Another rank failed first; this rank's collective was abandoned instead of hanging.
     #[error("rank {rank} failed, so the collective cannot complete")]
-    PeerFailed { rank: usize },
+    PeerFailed {
+        /// The rank that failed.
+        rank: usize,
+    },
+    /// A peer returned from its body while this rank still waited for a message from it.
     #[error("rank {rank} finished without sending the message rank {waiting} waits for (the ranks called different collectives)")]
-    PeerExited { rank: usize, waiting: usize },
+    PeerExited {
+        /// The rank that exited.
+        rank: usize,
+        /// The rank left waiting.
+        waiting: usize,
+    },
+    /// A call's arguments break its contract (mismatched block counts, a rank out of range...).
     #[error("{call}: {message}")]
-    Usage { call: &'static str, message: String },
+    Usage {
+        /// The communicator method that refused (`"all_gather_f64"`).
+        call: &'static str,
+        /// What was wrong with the arguments.
+        message: String,
+    },
 }
 
 /// An MPI-like communicator. Every rank of the communicator must make the same sequence of

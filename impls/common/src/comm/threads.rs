@@ -512,14 +512,18 @@ impl Communicator for ThreadComm {
 /// What one rank returned and what it communicated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankRun<R> {
+    /// What the rank's body returned.
     pub value: R,
+    /// What the rank sent and received, by phase, over the whole body.
     pub stats: CommStats,
 }
 
 /// The first failure of a run: which rank and its error.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankFailure<E> {
+    /// The rank whose body failed first.
     pub rank: usize,
+    /// The error that rank's body returned.
     pub error: E,
 }
 

@@ -27,7 +27,7 @@
 //! every distribution (a row of `A` and its CG vectors live together), so they would need no
 //! communication beyond the per-row scalars, which are local too.
 
-use super::{pattern_with_value, AppError, Backend, KernelTimes, SparseOp};
+use super::{pattern_with_value, AppError, KernelExecution, KernelTimes, SparseOp};
 use crate::Dense;
 use parbench_common::{Csr, Par};
 use rayon::prelude::*;
@@ -63,7 +63,9 @@ impl AlsConfig {
         }
     }
 
-    fn validate(&self) -> Result<(), AppError> {
+    /// Why the configuration cannot run, if it cannot (`rank` of 0, `lambda` not positive,
+    /// `cg_tolerance` negative); every ALS run checks it first.
+    pub fn validate(&self) -> Result<(), AppError> {
         if self.rank == 0 {
             return Err(AppError::Parameter("ALS rank must be at least 1".into()));
         }
@@ -94,19 +96,23 @@ pub struct AlsTimes {
     pub sddmm: KernelTimes,
     /// Everything else: CG vector updates, `lambda P`, loss sums.
     pub other_seconds: f64,
+    /// Wall time of the whole run.
     pub total_seconds: f64,
 }
 
 /// The result of an ALS run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlsOutput {
+    /// The row factors `A` (`m x rank`).
     pub a: Dense,
+    /// The column factors `B` (`n x rank`); the predictions are `A B^T`.
     pub b: Dense,
     /// The loss before the first half step and after every half step (`2 outer + 1` values).
     pub loss: Vec<f64>,
     /// Number of CG iterations actually run per half step (fewer than asked when every row
     /// converged).
     pub cg_steps: Vec<usize>,
+    /// Where the time went.
     pub times: AlsTimes,
 }
 
@@ -121,7 +127,11 @@ pub fn initial_factors(m: usize, n: usize, r: usize, seed: u64) -> (Dense, Dense
 }
 
 /// ALS from [`initial_factors`] of `config.seed`.
-pub fn als(ratings: &Csr, config: &AlsConfig, backend: Backend) -> Result<AlsOutput, AppError> {
+pub fn als(
+    ratings: &Csr,
+    config: &AlsConfig,
+    backend: KernelExecution,
+) -> Result<AlsOutput, AppError> {
     config.validate()?;
     let (a, b) = initial_factors(ratings.nrows(), ratings.ncols(), config.rank, config.seed);
     als_from(ratings, a, b, config, backend)
@@ -134,7 +144,7 @@ pub fn als_from(
     a: Dense,
     b: Dense,
     config: &AlsConfig,
-    backend: Backend,
+    backend: KernelExecution,
 ) -> Result<AlsOutput, AppError> {
     config.validate()?;
     let start = Instant::now();
@@ -150,7 +160,7 @@ pub fn als_from(
         )));
     }
     let par = match backend {
-        Backend::Serial(par) | Backend::Distributed { par, .. } => par,
+        KernelExecution::Serial(par) | KernelExecution::Distributed { par, .. } => par,
     };
     let ratings_op = SparseOp::new(backend, ratings.clone())?;
     let pattern_op = SparseOp::new(backend, pattern_with_value(ratings, 1.0)?)?;

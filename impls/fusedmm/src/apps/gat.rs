@@ -32,7 +32,7 @@
 //! in-process driver returns the assembled SDDMM output, so this layer computes the softmax on
 //! the gathered scores and the counted communication is the two kernels' only.
 
-use super::{matmul, pattern_with_value, AppError, Backend, KernelTimes, SparseOp};
+use super::{matmul, pattern_with_value, AppError, KernelExecution, KernelTimes, SparseOp};
 use crate::Dense;
 use parbench_common::{Csr, CsrError, Par};
 use rayon::prelude::*;
@@ -52,6 +52,7 @@ pub enum HeadCombine {
 pub struct GatLayer {
     /// Per head, `W_h` (`f x r`); every head has the same shape.
     pub weights: Vec<Dense>,
+    /// How the heads' outputs are combined.
     pub combine: HeadCombine,
     /// Slope of LeakyReLU for negative scores.
     pub negative_slope: f64,
@@ -135,6 +136,7 @@ pub struct GatTimes {
     pub spmm: KernelTimes,
     /// Everything else (combining heads, setup).
     pub other_seconds: f64,
+    /// Wall time of the whole forward pass.
     pub total_seconds: f64,
 }
 
@@ -145,6 +147,7 @@ pub struct GatOutput {
     pub out: Dense,
     /// Per head, `alpha` in the order of the adjacency's nonzeros.
     pub attention: Vec<Vec<f64>>,
+    /// Where the time went.
     pub times: GatTimes,
 }
 
@@ -167,7 +170,7 @@ pub fn gat_forward(
     adjacency: &Csr,
     features: &Dense,
     layer: &GatLayer,
-    backend: Backend,
+    backend: KernelExecution,
 ) -> Result<GatOutput, AppError> {
     let start = Instant::now();
     layer.validate(features)?;
@@ -181,7 +184,7 @@ pub fn gat_forward(
         )));
     }
     let par = match backend {
-        Backend::Serial(par) | Backend::Distributed { par, .. } => par,
+        KernelExecution::Serial(par) | KernelExecution::Distributed { par, .. } => par,
     };
     let r = layer.head_width();
     let op = SparseOp::new(

@@ -8,7 +8,7 @@
 //!   softmax per row, aggregation (SpMM).
 //!
 //! Both call the sparse kernels through [`SparseOp`], which runs a kernel with a chosen
-//! [`Backend`]: the serial (rayon) kernels of [`crate::kernels`], or [`run_in_process`] with a
+//! [`KernelExecution`]: the serial (rayon) kernels of [`crate::kernels`], or [`run_in_process`] with a
 //! [`DistAlgorithm`], its FusedMM strategy and its `(p, c)` grid. The distributed call hands over
 //! the whole problem and gets the assembled result back, so the applications' dense work (CG
 //! updates, softmax, projections) runs on the assembled matrices: in a real distributed run it
@@ -30,42 +30,50 @@ use thiserror::Error;
 /// What can go wrong in an application.
 #[derive(Debug, Error, PartialEq)]
 pub enum AppError {
+    /// A configuration value is out of range (the message names it).
     #[error("invalid parameter: {0}")]
     Parameter(String),
+    /// A sparse kernel call failed (a bad grid or strategy, a failed rank).
     #[error(transparent)]
     FusedMm(#[from] FusedMmError),
+    /// A matrix the application builds is not a valid CSR.
     #[error(transparent)]
     Csr(#[from] CsrError),
 }
 
 /// Where the sparse kernels run.
 #[derive(Clone, Copy)]
-pub enum Backend<'a> {
+pub enum KernelExecution<'a> {
     /// The local kernels of [`crate::kernels`] on the whole matrix.
     Serial(Par),
     /// A distributed algorithm on `p` in-process ranks with replication factor `c`; fused
     /// kernels use `strategy`, every rank's local kernels use `par`.
     Distributed {
+        /// The distributed algorithm.
         algorithm: &'a dyn DistAlgorithm,
+        /// Its FusedMM strategy (SDDMM and SpMM calls ignore it).
         strategy: Strategy,
+        /// Number of in-process ranks.
         p: usize,
+        /// Replication factor; must form a valid grid with `p` for `algorithm`.
         c: usize,
+        /// Threads of every rank's local kernels.
         par: Par,
     },
 }
 
-impl std::fmt::Debug for Backend<'_> {
+impl std::fmt::Debug for KernelExecution<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.name())
     }
 }
 
-impl Backend<'_> {
+impl KernelExecution<'_> {
     /// A label: `serial` or `1.5d-dense-shift/reuse p=4 c=2`.
     pub fn name(&self) -> String {
         match self {
-            Backend::Serial(_) => "serial".to_string(),
-            Backend::Distributed {
+            KernelExecution::Serial(_) => "serial".to_string(),
+            KernelExecution::Distributed {
                 algorithm,
                 strategy,
                 p,
@@ -77,7 +85,7 @@ impl Backend<'_> {
 
     /// Checks the grid and strategy up front, so an application fails before doing any work.
     pub fn check(&self) -> Result<(), AppError> {
-        if let Backend::Distributed {
+        if let KernelExecution::Distributed {
             algorithm,
             strategy,
             p,
@@ -95,6 +103,7 @@ impl Backend<'_> {
 /// Accounting of the sparse-kernel calls of one kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct KernelTimes {
+    /// Kernel calls made.
     pub calls: usize,
     /// Wall time of the calls, including (distributed) building the problem and starting ranks.
     pub seconds: f64,
@@ -148,24 +157,29 @@ impl KernelTimes {
 /// other values on the same pattern) as the sparse input. The serial backend keeps `S^T` for the
 /// B-side kernels, built once.
 pub struct SparseOp<'a> {
-    backend: Backend<'a>,
+    backend: KernelExecution<'a>,
     s: Csr,
     /// `S^T` (serial backend only).
     st: Option<kernels::Transposed>,
 }
 
 impl<'a> SparseOp<'a> {
-    pub fn new(backend: Backend<'a>, s: Csr) -> Result<SparseOp<'a>, AppError> {
+    /// Binds `s` to `backend`; fails at once when the backend's grid or strategy is invalid. The
+    /// serial backend builds `S^T` here.
+    pub fn new(backend: KernelExecution<'a>, s: Csr) -> Result<SparseOp<'a>, AppError> {
         backend.check()?;
-        let st = matches!(backend, Backend::Serial(_)).then(|| kernels::Transposed::new(&s));
+        let st =
+            matches!(backend, KernelExecution::Serial(_)).then(|| kernels::Transposed::new(&s));
         Ok(SparseOp { backend, s, st })
     }
 
+    /// The sparse matrix `S`.
     pub fn s(&self) -> &Csr {
         &self.s
     }
 
-    pub fn backend(&self) -> Backend<'a> {
+    /// Where the kernels run.
+    pub fn backend(&self) -> KernelExecution<'a> {
         self.backend
     }
 
@@ -177,7 +191,7 @@ impl<'a> SparseOp<'a> {
         times: &mut KernelTimes,
     ) -> Result<Vec<f64>, AppError> {
         match self.backend {
-            Backend::Serial(par) => {
+            KernelExecution::Serial(par) => {
                 check_dense(&self.s, a, b)?;
                 let start = Instant::now();
                 let mut out = vec![0.0; self.s.nnz()];
@@ -185,7 +199,7 @@ impl<'a> SparseOp<'a> {
                 times.add_run(start.elapsed().as_secs_f64(), None);
                 Ok(out)
             }
-            Backend::Distributed { .. } => {
+            KernelExecution::Distributed { .. } => {
                 match self.distributed(None, a.clone(), b.clone(), Kernel::Sddmm, times)? {
                     KernelOutput::Sparse(r) => Ok(r.values().to_vec()),
                     KernelOutput::Dense(_) => Err(wrong_output(Kernel::Sddmm)),
@@ -203,7 +217,7 @@ impl<'a> SparseOp<'a> {
     ) -> Result<Dense, AppError> {
         check_values(&self.s, values)?;
         match self.backend {
-            Backend::Serial(par) => {
+            KernelExecution::Serial(par) => {
                 check_rows("B", b, self.s.ncols())?;
                 let start = Instant::now();
                 let mut r: CsrRef = (&self.s).into();
@@ -215,7 +229,7 @@ impl<'a> SparseOp<'a> {
                 times.add_run(start.elapsed().as_secs_f64(), None);
                 Ok(out)
             }
-            Backend::Distributed { .. } => {
+            KernelExecution::Distributed { .. } => {
                 let a = Dense::zeros(self.s.nrows(), b.cols());
                 dense_output(self.distributed(values, a, b.clone(), Kernel::SpmmA, times)?)
             }
@@ -225,7 +239,7 @@ impl<'a> SparseOp<'a> {
     /// `R^T A` where `R` has the pattern of `S` and `S`'s values.
     pub fn spmm_b(&self, a: &Dense, times: &mut KernelTimes) -> Result<Dense, AppError> {
         match (&self.backend, &self.st) {
-            (Backend::Serial(par), Some(st)) => {
+            (KernelExecution::Serial(par), Some(st)) => {
                 check_rows("A", a, self.s.nrows())?;
                 let start = Instant::now();
                 let mut out = Dense::zeros(self.s.ncols(), a.cols());
@@ -248,7 +262,7 @@ impl<'a> SparseOp<'a> {
         times: &mut KernelTimes,
     ) -> Result<Dense, AppError> {
         match self.backend {
-            Backend::Serial(par) => {
+            KernelExecution::Serial(par) => {
                 check_dense(&self.s, a, b)?;
                 let start = Instant::now();
                 let mut out = Dense::zeros(self.s.nrows(), b.cols());
@@ -256,7 +270,7 @@ impl<'a> SparseOp<'a> {
                 times.add_run(start.elapsed().as_secs_f64(), None);
                 Ok(out)
             }
-            Backend::Distributed { .. } => dense_output(self.distributed(
+            KernelExecution::Distributed { .. } => dense_output(self.distributed(
                 None,
                 a.clone(),
                 b.clone(),
@@ -274,7 +288,7 @@ impl<'a> SparseOp<'a> {
         times: &mut KernelTimes,
     ) -> Result<Dense, AppError> {
         match (&self.backend, &self.st) {
-            (Backend::Serial(par), Some(st)) => {
+            (KernelExecution::Serial(par), Some(st)) => {
                 check_dense(&self.s, a, b)?;
                 let start = Instant::now();
                 let mut out = Dense::zeros(self.s.ncols(), a.cols());
@@ -302,7 +316,7 @@ impl<'a> SparseOp<'a> {
         kernel: Kernel,
         times: &mut KernelTimes,
     ) -> Result<KernelOutput, AppError> {
-        let Backend::Distributed {
+        let KernelExecution::Distributed {
             algorithm,
             strategy,
             p,

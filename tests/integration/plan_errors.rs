@@ -1,0 +1,67 @@
+//! Every user error in an experiment file is reported before anything runs, all of them at
+//! once, each at the file, line and column of its cause, with a fix.
+
+use crate::support::{parbench, stderr};
+
+/// A FusedMM sweep with three mistakes: an unknown parameter (line 10), a misspelled kernel
+/// inside a swept list (line 14, column 19) and a 2.5D grid that 6 ranks with c = 1 cannot form
+/// (p/c is not a square: the `ranks` entry, line 11).
+const THREE_MISTAKES: &str = "\
+name: three_mistakes
+paper: mock
+reproduces: none
+family: fusedmm
+data:
+  source: synthetic
+  seed: 1
+params:
+  rows: 64
+  rowz: 64
+  ranks: 6
+  replication: 1
+sweep:
+  kernel: [sddmm, fusedmz, spmma]
+variants: [local, 2.5d-dense-replicate/none]
+repetitions: 1
+";
+
+#[test]
+fn an_unknown_parameter_a_typo_in_a_swept_list_and_an_infeasible_grid_are_all_reported_before_anything_runs(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("bad.yaml");
+    std::fs::write(&yaml, THREE_MISTAKES).unwrap();
+    let out_dir = dir.path().join("run");
+    let out = parbench(&[
+        "run",
+        yaml.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let at = |line: usize, col: usize| format!("{}:{line}:{col}:", yaml.display());
+    // 1. the unknown parameter, with the valid names and the likely one.
+    assert!(err.contains(&at(10, 3)), "{err}");
+    assert!(err.contains("unknown parameter `rowz`"), "{err}");
+    // 2. the typo inside the swept list, at the item, with the valid kernels.
+    assert!(err.contains(&at(14, 19)), "{err}");
+    assert!(
+        err.contains("parameter `kernel` must be a known kernel, got `fusedmz`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `fusedmma`?"), "{err}");
+    // 3. the grid, at the parameter that cannot form it, with a fix.
+    let grid_line = err
+        .lines()
+        .find(|l| l.contains("2.5d-dense-replicate"))
+        .unwrap_or_else(|| panic!("no grid problem reported:\n{err}"));
+    assert!(
+        grid_line.starts_with(&at(12, 3)) || grid_line.starts_with(&at(11, 3)),
+        "{err}"
+    );
+    assert!(err.contains("3 problems in"), "{err}");
+    // Nothing ran: no run directory, no machine calibration.
+    assert!(!out_dir.exists(), "the run directory was created");
+    assert!(!err.to_lowercase().contains("calibrat"), "{err}");
+}
