@@ -3,11 +3,16 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use parbench::runner::{self, ProgressMode};
-use parbench::{
-    check, claims, datadir, families, fusedmm_cmd, lda_cmd, machine, plan, results, w2v_cmd,
-    wmd_cmd,
-};
+use parbench::analysis::{check, claims};
+use parbench::exec::machine;
+use parbench::exec::runner::{self, ProgressMode};
+use parbench::experiment::plan;
+use parbench::families::fusedmm::cli as fusedmm_cmd;
+use parbench::families::lda::cli as lda_cmd;
+use parbench::families::sinkhorn::cli as wmd_cmd;
+use parbench::families::word2vec::cli as w2v_cmd;
+use parbench::util::datadir;
+use parbench::{families, results};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -202,7 +207,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Plot { run_dir } => {
             for dir in run_dirs(&run_dir)? {
                 let run = results::load_run(&dir)?;
-                let figs = parbench::plot::draw_run_figures(&run.config.figures, &run.rows, &dir)?;
+                let figs = parbench::analysis::plot::draw_run_figures(
+                    &run.config.figures,
+                    &run.rows,
+                    &dir,
+                )?;
                 for f in figs {
                     println!("{}", f.display());
                 }
@@ -261,7 +270,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             variant,
             runs,
         } => {
-            parbench::launch::launched(&parbench::launch::LaunchedArgs {
+            parbench::exec::launch::launched(&parbench::exec::launch::LaunchedArgs {
                 experiment,
                 quick,
                 point,
@@ -310,11 +319,11 @@ fn reproduce(
     // Validate every plan before running any, so a typo in the last file is found at once.
     let mut plans = Vec::new();
     for file in experiment_files(experiments)? {
-        let config = parbench::config::load(&file, quick)?;
+        let config = parbench::experiment::config::load(&file, quick)?;
         if !wanted.is_empty() && !wanted.contains(&config.family) {
             continue;
         }
-        if let (parbench::config::DataSource::Dataset, Some(name)) =
+        if let (parbench::experiment::config::DataSource::Dataset, Some(name)) =
             (config.data.source, config.data.file.as_deref())
         {
             if !data_dir.is_some_and(|d| d.join(name).exists()) {
@@ -331,7 +340,7 @@ fn reproduce(
             plan.points
                 .iter()
                 .any(plan::is_mpi_point)
-                .then(|| parbench::launch::unavailable(l))
+                .then(|| parbench::exec::launch::unavailable(l))
                 .flatten()
         });
         if let Some(why) = unavailable {
@@ -493,7 +502,7 @@ fn list(experiments: &Path) {
         Ok(files) => {
             println!("experiments ({}):", experiments.display());
             for file in files {
-                match parbench::config::load(&file, false) {
+                match parbench::experiment::config::load(&file, false) {
                     Ok(c) => println!(
                         "  {:<52} {:<10} {} — {}",
                         file.display(),

@@ -26,9 +26,9 @@
 //! the rows, so a run stays plottable and checkable after its dataset is gone or a variant has
 //! been renamed.
 
-use crate::machine::MachineInfo;
-use crate::model::{Params, ResultRow, Value};
-use crate::plan::Plan;
+use crate::exec::machine::MachineInfo;
+use crate::experiment::plan::Plan;
+use crate::family::{Params, ResultRow, Value};
 use anyhow::{bail, Context};
 use polars::prelude::{
     Column, CsvWriter, DataFrame, DataType, ParquetReader, ParquetWriter, PlSmallStr, SerReader,
@@ -47,7 +47,7 @@ pub const RESULTS_CSV: &str = "results.csv";
 pub const FIGURES_DIR: &str = "figures";
 pub const SUMMARY_TXT: &str = "summary.txt";
 
-pub use crate::machine::now_rfc3339;
+pub use crate::exec::machine::now_rfc3339;
 
 const PARAM_PREFIX: &str = "param_";
 const PHASE_PREFIX: &str = "phase_";
@@ -254,7 +254,7 @@ pub struct StoredRun {
     pub dir: PathBuf,
     /// The stored experiment file, parsed, with its `quick` overrides applied when the run was
     /// quick. Not validated against the family (which may have changed since, or be gone).
-    pub config: crate::config::ExperimentConfig,
+    pub config: crate::experiment::config::ExperimentConfig,
     /// Whether the run used `--quick` (from `meta.json`).
     pub quick: bool,
     pub rows: Vec<ResultRow>,
@@ -269,7 +269,7 @@ struct StoredFlags {
 }
 
 /// Loads a run for plotting and checking from `dir` alone: `experiment.yaml` (parsed with
-/// [`crate::config::parse_str`], quick overrides per `meta.json`), `meta.json` and
+/// [`crate::experiment::config::parse_str`], quick overrides per `meta.json`), `meta.json` and
 /// `results.parquet`. It resolves no family and no data dir, so it works after the dataset is
 /// deleted and on runs whose experiment names variants or parameters parbench no longer has.
 pub fn load_run(dir: &Path) -> anyhow::Result<StoredRun> {
@@ -281,10 +281,10 @@ pub fn load_run(dir: &Path) -> anyhow::Result<StoredRun> {
     let yaml_path = dir.join(EXPERIMENT_YAML);
     let yaml = std::fs::read_to_string(&yaml_path)
         .with_context(|| format!("cannot read {}", yaml_path.display()))?;
-    let config = crate::config::parse_str(&yaml, &yaml_path)
+    let config = crate::experiment::config::parse_str(&yaml, &yaml_path)
         .with_context(|| format!("re-reading the experiment stored in {}", dir.display()))?;
     let config = if flags.quick {
-        crate::config::apply_quick(config)
+        crate::experiment::config::apply_quick(config)
     } else {
         config
     };

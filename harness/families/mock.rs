@@ -10,7 +10,7 @@
 //! O(min(size, 16)) per run plus `delay_ms`.
 
 use crate::families::params::{positive, PointIssue};
-use crate::model::{Measurement, PreparedInput, TypedFamily};
+use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail};
 use std::collections::BTreeMap;
 use std::path::Path;

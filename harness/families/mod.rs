@@ -1,21 +1,20 @@
 //! Adapters from the algorithm crates to the harness's [`Family`] trait, and the registry.
 
 pub mod fusedmm;
-pub mod fusedmm_apps;
 pub mod lda;
 pub mod mock;
 pub mod params;
 pub mod sinkhorn;
 pub mod word2vec;
 
-use crate::model::Family;
+use crate::family::Family;
 
 /// Every family the harness can run, in the order `parbench list` shows them.
 pub fn registry() -> Vec<Box<dyn Family>> {
     vec![
         Box::new(sinkhorn::SinkhornFamily),
         Box::new(fusedmm::FusedmmFamily),
-        Box::new(fusedmm_apps::FusedmmAppsFamily),
+        Box::new(fusedmm::apps::FusedmmAppsFamily),
         Box::new(lda::LdaFamily),
         Box::new(word2vec::Word2vecFamily),
     ]

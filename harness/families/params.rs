@@ -8,7 +8,7 @@
 //! type [`Choice<T>`] accepts exactly the names `T` lists, so a typo in a swept list is an error
 //! of the plan, at the list item, before anything runs.
 
-use crate::model::{ParamSpec, Params, Value};
+use crate::family::{ParamSpec, Params, Value};
 use serde::de::{self, Deserialize, Deserializer};
 use std::fmt;
 
@@ -282,10 +282,10 @@ macro_rules! point_params {
         }
 
         impl $crate::families::params::PointParams for $name {
-            fn specs() -> Vec<$crate::model::ParamSpec> {
+            fn specs() -> Vec<$crate::family::ParamSpec> {
                 use $crate::families::params::ParamType;
                 let d = $name::default();
-                vec![$($crate::model::ParamSpec {
+                vec![$($crate::family::ParamSpec {
                     name: stringify!($field),
                     kind: <$ty as ParamType>::KIND,
                     choices: <$ty as ParamType>::choices(),
@@ -293,16 +293,16 @@ macro_rules! point_params {
                     help: [$($doc),+].iter().map(|s| s.trim()).collect::<Vec<_>>().join(" "),
                 }),+]
             }
-            fn check_value(key: &str, value: &$crate::model::Value) -> Option<Result<(), String>> {
+            fn check_value(key: &str, value: &$crate::family::Value) -> Option<Result<(), String>> {
                 use $crate::families::params::ParamType;
                 match key {
                     $(stringify!($field) => Some(<$ty as ParamType>::check(value)),)+
                     _ => None,
                 }
             }
-            fn from_params(params: &$crate::model::Params) -> Result<Self, String> {
+            fn from_params(params: &$crate::family::Params) -> Result<Self, String> {
                 $crate::families::params::deserialize_point(params, |k| {
-                    !$crate::plan::RUNNER_PARAMS.contains(&k)
+                    !$crate::experiment::plan::RUNNER_PARAMS.contains(&k)
                 })
             }
         }

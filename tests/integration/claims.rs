@@ -1,9 +1,9 @@
 //! Claims on hand-made rows with known medians, and on rows produced by the mock family.
 
-use parbench::claims::{self, column, evaluate, ClaimOutcome};
-use parbench::config::{self, ClaimConfig, EquivalenceConfig, ExperimentConfig};
-use parbench::model::{Params, ResultRow, Value};
-use parbench::plan;
+use parbench::analysis::claims::{self, column, evaluate, ClaimOutcome};
+use parbench::experiment::config::{self, ClaimConfig, EquivalenceConfig, ExperimentConfig};
+use parbench::experiment::plan;
+use parbench::family::{Params, ResultRow, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -1,9 +1,9 @@
 //! Experiment files with mistakes: every error must name the file, the line of the mistake and
 //! the key, and say how to fix it, before anything runs.
 
-use parbench::config;
-use parbench::model::Value;
-use parbench::plan::{self, PlanError};
+use parbench::experiment::config;
+use parbench::experiment::plan::{self, PlanError};
+use parbench::family::Value;
 use std::path::{Path, PathBuf};
 
 /// A valid mock experiment; tests replace one line to introduce one mistake. Line numbers

@@ -2,14 +2,15 @@
 //! the `fusedmm` family, through the harness's plan and runner on tiny inputs; and the FusedMM
 //! experiment files this adds, planned in full and quick form.
 
-use parbench::model::{ResultRow, Value};
-use parbench::runner::{self, ProgressMode};
+use parbench::exec::runner::{self, ProgressMode};
+use parbench::family::{ResultRow, Value};
 use std::path::Path;
 
 fn run(config: &str) -> runner::RunSummary {
     let dir = tempfile::tempdir().unwrap();
     let plan =
-        parbench::plan::build_from_str(config, Path::new("tiny.yaml"), false, None).expect("plan");
+        parbench::experiment::plan::build_from_str(config, Path::new("tiny.yaml"), false, None)
+            .expect("plan");
     runner::run(&plan, &dir.path().join("run"), false, ProgressMode::Lines)
         .expect("the run completes")
 }
@@ -159,10 +160,11 @@ fn an_impossible_grid_is_refused_by_the_plan_with_the_algorithm_named() {
     let config = APPS
         .replace("replication: 2", "replication: 3")
         .replace("  - 1d\n", "");
-    let err = parbench::plan::build_from_str(&config, Path::new("bad.yaml"), false, None)
-        .err()
-        .map(|e| e.to_string())
-        .expect("c = 3 does not divide p = 8: refused before anything runs");
+    let err =
+        parbench::experiment::plan::build_from_str(&config, Path::new("bad.yaml"), false, None)
+            .err()
+            .map(|e| e.to_string())
+            .expect("c = 3 does not divide p = 8: refused before anything runs");
     assert!(err.contains("1.5d-dense-shift"), "{err}");
     assert!(err.contains("replication"), "{err}");
 }
@@ -214,7 +216,7 @@ fn the_experiment_files_plan_in_full_and_quick_form() {
     ] {
         let path = root.join("experiments/fusedmm").join(file);
         for (quick, want) in [(false, full_points), (true, quick_points)] {
-            let plan = parbench::plan::build(&path, quick, None)
+            let plan = parbench::experiment::plan::build(&path, quick, None)
                 .unwrap_or_else(|e| panic!("{file} (quick {quick}): {e}"));
             assert_eq!(plan.points.len(), want, "{file} (quick {quick})");
         }

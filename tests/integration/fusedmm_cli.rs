@@ -2,8 +2,8 @@
 //! and of the FusedMM family through the harness's plan and runner.
 
 use crate::support::{parbench, stderr};
-use parbench::model::Value;
-use parbench::runner::{self, ProgressMode};
+use parbench::exec::runner::{self, ProgressMode};
+use parbench::family::Value;
 use std::path::Path;
 use std::process::Output;
 
@@ -314,7 +314,8 @@ claims:
 fn family_runs_through_plan_and_runner_with_equivalence_against_local() {
     let dir = tempfile::tempdir().unwrap();
     let plan =
-        parbench::plan::build_from_str(CONFIG, Path::new("tiny.yaml"), false, None).expect("plan");
+        parbench::experiment::plan::build_from_str(CONFIG, Path::new("tiny.yaml"), false, None)
+            .expect("plan");
     let summary = runner::run(&plan, &dir.path().join("run"), false, ProgressMode::Lines)
         .expect("the run completes");
     assert!(summary.passed(), "{:?}", summary.claims);

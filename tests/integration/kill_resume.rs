@@ -8,7 +8,7 @@
 //! While each process runs, a reader thread keeps validating every file of the run directory;
 //! after each kill the directory is validated again.
 
-use parbench::model::ResultRow;
+use parbench::family::ResultRow;
 use parbench::results;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -3,8 +3,9 @@
 //! tiny synthetic corpus.
 
 use crate::support::{parbench, stderr, stdout};
-use parbench::runner::{self, ProgressMode};
-use parbench::{plan, results};
+use parbench::exec::runner::{self, ProgressMode};
+use parbench::experiment::plan;
+use parbench::results;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -1,9 +1,11 @@
 //! The whole sweep pipeline (plan, run, results, figures, claims, resume, check, CLI exit codes),
 //! driven end to end by the scripted mock family: no real timing, so every number is known.
 
-use parbench::model::ResultRow;
-use parbench::runner::{self, ProgressMode};
-use parbench::{check, plan, results};
+use parbench::analysis::check;
+use parbench::exec::runner::{self, ProgressMode};
+use parbench::experiment::plan;
+use parbench::family::ResultRow;
+use parbench::results;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,9 +1,9 @@
 //! Figures from scripted rows: files appear, text is in them, and the plotted numbers (medians,
 //! bands, speedups) are the ones the rows imply.
 
-use parbench::config::{FigureConfig, SpeedupBase};
-use parbench::model::{ResultRow, Value};
-use parbench::plot::{figure_series, plot_all, plot_figure, Series};
+use parbench::analysis::plot::{figure_series, plot_all, plot_figure, Series};
+use parbench::experiment::config::{FigureConfig, SpeedupBase};
+use parbench::family::{ResultRow, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 

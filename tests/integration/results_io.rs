@@ -1,7 +1,7 @@
 //! Stored results round-trip exactly: rows through Parquet, metadata through JSON.
 
-use parbench::machine::{Limits, MachineInfo};
-use parbench::model::{ResultRow, Value};
+use parbench::exec::machine::{Limits, MachineInfo};
+use parbench::family::{ResultRow, Value};
 use parbench::results::{
     read_meta, read_rows, write_atomic, write_meta, write_rows, RunMeta, RESULTS_CSV,
     RESULTS_PARQUET,

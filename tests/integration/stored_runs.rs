@@ -200,7 +200,7 @@ fn a_run_whose_experiment_names_a_variant_and_a_parameter_parbench_lost_still_pl
             r.variant = "turbo".to_string();
         }
         r.params
-            .insert("legacy_knob".to_string(), parbench::model::Value::Int(7));
+            .insert("legacy_knob".to_string(), parbench::family::Value::Int(7));
     }
     results::write_rows(&dir, &rows).unwrap();
     std::fs::remove_dir_all(dir.join("figures")).unwrap();

@@ -3,8 +3,9 @@
 //! through the harness's plan and runner.
 
 use crate::support::{parbench, stderr, stdout};
-use parbench::runner::{self, ProgressMode};
-use parbench::{plan, results};
+use parbench::exec::runner::{self, ProgressMode};
+use parbench::experiment::plan;
+use parbench::results;
 use parbench_common::rng::Rng;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -373,7 +374,7 @@ fn run_config(
     data_dir: Option<&Path>,
 ) -> (
     tempfile::TempDir,
-    Vec<parbench::model::ResultRow>,
+    Vec<parbench::family::ResultRow>,
     runner::RunSummary,
 ) {
     let tmp = tempfile::tempdir().unwrap();

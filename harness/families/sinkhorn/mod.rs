@@ -1,8 +1,10 @@
 //! The Sinkhorn-WMD family: synthetic problems of the paper's shape, or real documents (R8,
 //! 20news from the data dir) with seeded random embeddings or a word2vec text file.
 
-use super::params::{positive, PointIssue};
-use crate::model::{Measurement, PreparedInput, TypedFamily};
+pub mod cli;
+
+use crate::families::params::{positive, PointIssue};
+use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, Context, Result};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::{Control, Par, SinkhornParams, WmdProblem};
@@ -209,13 +211,13 @@ fn dataset_problem(point: &SinkhornPoint, path: &Path, seed: u64) -> Result<WmdP
     let dim = point.dim;
     let is_archive = path.to_string_lossy().ends_with(".tar.gz");
     let texts: Vec<(usize, String)> = if is_archive {
-        crate::datadir::read_labeled_tar_gz(path, Some(max_docs))?
+        crate::util::datadir::read_labeled_tar_gz(path, Some(max_docs))?
             .into_iter()
             .enumerate()
             .map(|(i, d)| (i + 1, d.text))
             .collect()
     } else {
-        crate::datadir::read_r8(path)
+        crate::util::datadir::read_r8(path)
             .with_context(|| format!("reading documents from {}", path.display()))?
             .into_iter()
             .enumerate()

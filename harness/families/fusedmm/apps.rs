@@ -40,9 +40,9 @@
 //! flops, one SDDMM and one SpMM of `2 r nnz` flops each. With a distributed backend every call
 //! also starts `ranks` threads and moves the words the cost model states.
 
-use super::params::{positive, Choice, PointIssue};
 use crate::families::fusedmm::{grid_issues, parse_variant, replication_for, VARIANTS};
-use crate::model::{Measurement, PreparedInput, TypedFamily};
+use crate::families::params::{positive, Choice, PointIssue};
+use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, Context, Result};
 use fusedmm::apps::als::{self, AlsConfig};
 use fusedmm::apps::gat::{self, GatLayer, HeadCombine};
@@ -457,7 +457,7 @@ impl TypedFamily for FusedmmAppsFamily {
 mod tests {
     use super::*;
     use crate::families::params::PointParams;
-    use crate::model::Value;
+    use crate::family::Value;
 
     fn check(point: &FusedmmAppsPoint, variants: &[&str]) -> Vec<PointIssue> {
         let variants: Vec<String> = variants.iter().map(|v| v.to_string()).collect();
@@ -505,7 +505,7 @@ mod tests {
         };
         assert_eq!(choices("app"), Some(vec!["als", "gat"]));
         assert_eq!(choices("generator"), Some(vec!["er", "rmat"]));
-        let params: crate::model::Params = [("app".to_string(), Value::Str("svd".into()))].into();
+        let params: crate::family::Params = [("app".to_string(), Value::Str("svd".into()))].into();
         let err = FusedmmAppsPoint::from_params(&params).unwrap_err();
         assert!(err.contains("als, gat"), "{err}");
     }

@@ -4,18 +4,18 @@
 //!
 //! Every problem found is collected and reported together, each as `file:line:column: what is
 //! wrong` followed by how to fix it. serde gives no positions after deserialization, so lines
-//! are found by searching the YAML text for the key ([`crate::config::locate`]).
+//! are found by searching the YAML text for the key ([`crate::experiment::config::locate`]).
 //!
 //! Expansion: the Cartesian product of the sweep lists, keys in the order written in the file
 //! (`sweep:` first, then keys only `quick: sweep:` adds), the last key varying fastest; each
 //! point is the fixed `params` plus one combination, with `threads` defaulting to 1. Cost:
 //! O(points x keys).
 
-use crate::config::{
+use crate::experiment::config::{
     self, ClaimConfig, ConfigError, DataSource, ExperimentConfig, Located, Position, Seg,
 };
 use crate::families;
-use crate::model::{Family, ParamSpec, Params, TypedPoint, Value};
+use crate::family::{Family, ParamSpec, Params, TypedPoint, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -794,7 +794,7 @@ impl<'a> Validator<'a> {
         }
     }
 
-    /// Resolves the claims ([`crate::claims::resolve`] does every check) and locates what is
+    /// Resolves the claims ([`crate::analysis::claims::resolve`] does every check) and locates what is
     /// wrong with them. `claims_path` is where the list is written (`claims`, `quick.claims`);
     /// quick claims on a full build are checked against the quick run they are for.
     fn check_claims(
@@ -815,18 +815,18 @@ impl<'a> Validator<'a> {
             (config, variants.to_vec())
         };
         let points = expand(&config.params, &config.sweep, &[]);
-        let scope = crate::claims::Scope {
+        let scope = crate::analysis::claims::Scope {
             variants: &variants,
             params,
             equivalence: config.equivalence.as_ref(),
-            grid: Some(crate::claims::Grid {
+            grid: Some(crate::analysis::claims::Grid {
                 points: &points,
                 // The full claims on a quick run may miss values of the smaller grid.
                 exact: !self.quick || for_quick,
                 quick: self.quick || for_quick,
             }),
         };
-        let Err(problems) = crate::claims::resolve(claims, &scope) else {
+        let Err(problems) = crate::analysis::claims::resolve(claims, &scope) else {
             return;
         };
         for p in problems {

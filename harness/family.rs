@@ -161,7 +161,7 @@ pub trait Family: Send + Sync {
         input: &PreparedInput,
         point: &TypedPoint,
         threads: usize,
-        backend: &crate::backend::Backend,
+        backend: &crate::exec::ranks::Ranks,
     ) -> anyhow::Result<Option<Measurement>>;
 }
 
@@ -218,7 +218,7 @@ pub trait TypedFamily: Send + Sync {
         input: &PreparedInput,
         point: &Self::Point,
         threads: usize,
-        backend: &crate::backend::Backend,
+        backend: &crate::exec::ranks::Ranks,
     ) -> anyhow::Result<Option<Measurement>> {
         let _ = (variant, input, point, threads, backend);
         anyhow::bail!(
@@ -298,7 +298,7 @@ impl<F: TypedFamily> Family for F {
         input: &PreparedInput,
         point: &TypedPoint,
         threads: usize,
-        backend: &crate::backend::Backend,
+        backend: &crate::exec::ranks::Ranks,
     ) -> anyhow::Result<Option<Measurement>> {
         TypedFamily::run_on_ranks(
             self,

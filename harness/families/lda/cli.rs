@@ -8,7 +8,7 @@
 //! count tables as CSV, the top words and the JSON summary, each atomically (temporary file in
 //! the same folder, then a rename).
 
-use crate::backend::Backend;
+use crate::exec::ranks::Ranks;
 use crate::families::params::Named;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -179,7 +179,7 @@ fn read_corpus(args: &TrainArgs, data_dir: Option<&Path>) -> Result<(Corpus, Str
 }
 
 /// The sampler settings of the arguments (validated).
-pub fn params_of(args: &TrainArgs, corpus: &Corpus, backend: &Backend) -> Result<LdaParams> {
+pub fn params_of(args: &TrainArgs, corpus: &Corpus, backend: &Ranks) -> Result<LdaParams> {
     let workers = match (args.workers, backend.job_size()) {
         (Some(0), _) => bail!("--workers must be at least 1"),
         (_, Some(1)) => bail!(
@@ -223,11 +223,11 @@ pub fn params_of(args: &TrainArgs, corpus: &Corpus, backend: &Backend) -> Result
 }
 
 fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
-    let backend = Backend::start(&args.backend)?;
+    let backend = Ranks::start(&args.backend)?;
     backend.finish(train_on(&backend, args, data_dir))
 }
 
-fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
+fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
     let root = backend.is_root();
     let sampler = lda::variant(&args.variant).with_context(|| {
         format!(

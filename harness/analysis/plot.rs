@@ -13,8 +13,8 @@
 //! Rows sharing a series and an x but differing in another swept parameter are pooled: filter
 //! them apart. Cost: linear in the rows, plus rendering (tens of milliseconds per figure).
 
-use crate::config::{FigureConfig, SpeedupBase};
-use crate::model::{Params, ResultRow, Value};
+use crate::experiment::config::{FigureConfig, SpeedupBase};
+use crate::family::{Params, ResultRow, Value};
 use anyhow::{bail, Context};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
@@ -132,11 +132,11 @@ pub fn plot_figure(
     Ok(vec![png, svg])
 }
 
-/// The numeric value of a column for one row ([`crate::claims::column`], which claims use too,
+/// The numeric value of a column for one row ([`crate::analysis::claims::column`], which claims use too,
 /// so a figure and a claim on the same name read the same numbers), also accepting a parameter
 /// spelled `param_<name>` as in the stored table.
 fn column_value(row: &ResultRow, name: &str) -> Option<f64> {
-    crate::claims::column(row, name).or_else(|| {
+    crate::analysis::claims::column(row, name).or_else(|| {
         name.strip_prefix("param_")
             .and_then(|p| row.params.get(p))
             .and_then(Value::as_f64)

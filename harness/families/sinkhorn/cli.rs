@@ -99,7 +99,7 @@ pub fn run(args: &WmdArgs) -> Result<()> {
     // Documents first: a bad --query or a missing file fails before a large embeddings file is
     // parsed.
     let t = Instant::now();
-    let lines = crate::datadir::read_r8(&args.docs)
+    let lines = crate::util::datadir::read_r8(&args.docs)
         .with_context(|| format!("reading documents from {}", args.docs.display()))?;
     let (labels, texts): (Vec<String>, Vec<String>) = if args.labeled {
         lines.into_iter().unzip()

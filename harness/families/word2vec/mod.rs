@@ -28,9 +28,11 @@
 //! reading the evaluation sets; `run`: O(epochs x words x window x (negative + 1) x d) training
 //! plus O(distinct analogy words x 30,000 x d) evaluation.
 
-use super::params::{positive, Choice, Named, PointIssue};
-use crate::backend::Backend;
-use crate::model::{Measurement, PreparedInput, TypedFamily};
+pub mod cli;
+
+use crate::exec::ranks::Ranks;
+use crate::families::params::{positive, Choice, Named, PointIssue};
+use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use parbench_common::comm::{Communicator, Phase};
 use parbench_common::rng::Rng;
@@ -353,9 +355,9 @@ impl TypedFamily for Word2vecFamily {
                     .with_context(|| format!("reading the corpus {}", path.display()))?;
                 let dir = path.parent().unwrap_or(Path::new("."));
                 let has_suite = [
-                    crate::w2v_cmd::WORDSIM353_FILE,
-                    crate::w2v_cmd::SIMLEX999_FILE,
-                    crate::w2v_cmd::ANALOGY_FILE,
+                    crate::families::word2vec::cli::WORDSIM353_FILE,
+                    crate::families::word2vec::cli::SIMLEX999_FILE,
+                    crate::families::word2vec::cli::ANALOGY_FILE,
                 ]
                 .iter()
                 .all(|f| dir.join(f).is_file());
@@ -387,7 +389,7 @@ impl TypedFamily for Word2vecFamily {
         point: &Word2vecPoint,
         threads: usize,
     ) -> Result<Measurement> {
-        self.measure(variant, input, point, threads, &Backend::Local)?
+        self.measure(variant, input, point, threads, &Ranks::Local)?
             .context("internal: the local backend returned no measurement")
     }
 
@@ -402,7 +404,7 @@ impl TypedFamily for Word2vecFamily {
         input: &PreparedInput,
         point: &Word2vecPoint,
         threads: usize,
-        backend: &Backend,
+        backend: &Ranks,
     ) -> Result<Option<Measurement>> {
         if variant != DISTRIBUTED {
             bail!("{variant} runs in one process; only {DISTRIBUTED} runs across MPI processes");
@@ -456,7 +458,7 @@ impl Word2vecFamily {
         input: &PreparedInput,
         point: &Word2vecPoint,
         threads: usize,
-        backend: &Backend,
+        backend: &Ranks,
     ) -> Result<Option<Measurement>> {
         let input = input
             .downcast_ref::<W2vInput>()
@@ -610,7 +612,7 @@ pub fn measurement(corpus: &Corpus, params: &TrainParams, out: &TrainOutput) -> 
 mod tests {
     use super::*;
     use crate::families::params::PointParams;
-    use crate::model::{Family, Params, Value};
+    use crate::family::{Family, Params, Value};
 
     #[test]
     fn planted_corpus_keeps_each_sentence_in_one_group() {

@@ -27,9 +27,11 @@
 //! `run`: O(iterations x tokens x K) for the standard sampler, about O(iterations x tokens x
 //! nonzero topics) for `sparse`.
 
-use super::params::{positive, Choice, Named, PointIssue};
-use crate::backend::Backend;
-use crate::model::{Measurement, PreparedInput, TypedFamily};
+pub mod cli;
+
+use crate::exec::ranks::Ranks;
+use crate::families::params::{positive, Choice, Named, PointIssue};
+use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use lda::{
     Control, Corpus, DeltaEncoding, InnerSampler, LdaError, LdaParams, SyntheticSpec, TextOptions,
@@ -253,7 +255,7 @@ pub fn read_dataset(path: &Path, docs: Option<usize>, min_count: u64) -> Result<
         };
     }
     if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-        let posts = crate::datadir::read_labeled_tar_gz(path, docs)?;
+        let posts = crate::util::datadir::read_labeled_tar_gz(path, docs)?;
         let texts: Vec<&str> = posts.iter().map(|p| strip_mail_header(&p.text)).collect();
         return Ok(Corpus::from_texts(&texts, min_count));
     }
@@ -357,7 +359,7 @@ impl TypedFamily for LdaFamily {
         point: &LdaPoint,
         threads: usize,
     ) -> Result<Measurement> {
-        measure(variant, input, point, threads, &Backend::Local)?
+        measure(variant, input, point, threads, &Ranks::Local)?
             .ok_or_else(|| anyhow!("internal: the local backend returned no measurement"))
     }
 
@@ -372,7 +374,7 @@ impl TypedFamily for LdaFamily {
         input: &PreparedInput,
         point: &LdaPoint,
         threads: usize,
-        backend: &Backend,
+        backend: &Ranks,
     ) -> Result<Option<Measurement>> {
         measure(variant, input, point, threads, backend)
     }
@@ -384,7 +386,7 @@ fn measure(
     input: &PreparedInput,
     point: &LdaPoint,
     threads: usize,
-    backend: &Backend,
+    backend: &Ranks,
 ) -> Result<Option<Measurement>> {
     let corpus = input
         .downcast_ref::<Corpus>()
@@ -472,7 +474,7 @@ pub fn measurement(corpus: &Corpus, params: &LdaParams, out: &lda::LdaOutput) ->
 mod tests {
     use super::*;
     use crate::families::params::PointParams;
-    use crate::model::{Family, Params, Value};
+    use crate::family::{Family, Params, Value};
 
     #[test]
     fn checkpoint_defaults_to_a_tenth_of_a_share() {

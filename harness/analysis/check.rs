@@ -2,7 +2,7 @@
 //! against a committed baseline.
 //!
 //! The baseline records, per experiment, per point (parameters rendered by
-//! [`crate::plan::point_key`]) and per variant, the median wall time and the median time
+//! [`crate::experiment::plan::point_key`]) and per variant, the median wall time and the median time
 //! relative to the reference variant (the equivalence reference, else the first variant) at
 //! the same point. Relative times come from one run on one machine, so machine speed and noise
 //! shared by all variants cancel: a variant whose relative time grew by more than
@@ -10,10 +10,10 @@
 //! beyond the generous `max_absolute_slowdown` is reported, as a warning. Points absent from
 //! the baseline are skipped with a note. Cost: O(rows log rows).
 
-use crate::claims::{self, ClaimOutcome};
-use crate::config::ExperimentConfig;
-use crate::model::ResultRow;
-use crate::plan::point_key;
+use crate::analysis::claims::{self, ClaimOutcome};
+use crate::experiment::config::ExperimentConfig;
+use crate::experiment::plan::point_key;
+use crate::family::ResultRow;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -384,8 +384,8 @@ pub fn check_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{DataConfig, DataSource, EquivalenceConfig};
-    use crate::model::{Params, Value};
+    use crate::experiment::config::{DataConfig, DataSource, EquivalenceConfig};
+    use crate::family::{Params, Value};
 
     fn config() -> ExperimentConfig {
         ExperimentConfig {
@@ -526,10 +526,11 @@ mod tests {
     #[test]
     fn failed_claims_fail_the_check() {
         let mut cfg = config();
-        cfg.claims.push(crate::config::ClaimConfig::Equivalence {
-            name: "eq".to_string(),
-            max_rel_error: Some(1e-9),
-        });
+        cfg.claims
+            .push(crate::experiment::config::ClaimConfig::Equivalence {
+                name: "eq".to_string(),
+                max_rel_error: Some(1e-9),
+            });
         let report = check(&rows(1.0, 0.1, &[10]), &cfg, None, 1.5);
         assert!(!report.claims_passed() && !report.passed());
     }

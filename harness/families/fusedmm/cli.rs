@@ -7,7 +7,7 @@
 //! result atomically (coordinate for SDDMM, array otherwise) and print the counts per phase next
 //! to the cost model's prediction, as text on stderr or one JSON object on stdout (`--json`).
 
-use crate::backend::Backend;
+use crate::exec::ranks::Ranks;
 use crate::families::fusedmm::{self as family, CommSummary, FusedmmPoint};
 use crate::families::params::Named;
 use anyhow::{bail, Context, Result};
@@ -168,11 +168,11 @@ fn read_dense(path: &Path, what: &str, rows: usize) -> Result<Dense> {
 
 /// Runs `parbench fusedmm`.
 pub fn run(args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
-    let backend = Backend::start(&args.backend)?;
+    let backend = Ranks::start(&args.backend)?;
     backend.finish(run_on(&backend, args, data_dir))
 }
 
-fn run_on(backend: &Backend, args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
+fn run_on(backend: &Ranks, args: &FusedmmArgs, data_dir: Option<&Path>) -> Result<()> {
     let kernel = Kernel::from_name(&args.kernel)
         .with_context(|| format!("unknown kernel {}", args.kernel))?;
     let strategy = Strategy::from_name(&args.strategy)

@@ -1,9 +1,9 @@
 //! Experiment files: the serde schema. Loading with file/line errors and the `quick` merge live
-//! in `load`; the checked, expanded form is [`crate::plan::Plan`]. A file is parsed once into a
+//! in `load`; the checked, expanded form is [`crate::experiment::plan::Plan`]. A file is parsed once into a
 //! [`Document`] (YAML tree with positions, see `config/yaml.rs`), which both deserializes into an
 //! [`ExperimentConfig`] and tells where any key or value was written.
 
-use crate::model::Value;
+use crate::family::Value;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -172,7 +172,7 @@ pub struct SpeedupBase {
     pub x: Option<Value>,
 }
 
-/// A checkable statement about the results, resolved and evaluated by [`crate::claims`]. Every
+/// A checkable statement about the results, resolved and evaluated by [`crate::analysis::claims`]. Every
 /// kind fails when no row matches, and when a variant it names lacks rows or the column at a
 /// selected point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -359,7 +359,7 @@ impl fmt::Display for Located<'_> {
 }
 
 /// Reads and parses an experiment file; with `quick`, applies its `quick:` overrides (see
-/// [`apply_quick`]). Validation against the family happens later, in [`crate::plan::build`].
+/// [`apply_quick`]). Validation against the family happens later, in [`crate::experiment::plan::build`].
 pub fn load(path: &Path, quick: bool) -> Result<ExperimentConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),

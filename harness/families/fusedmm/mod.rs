@@ -25,9 +25,12 @@
 //! Cost of a run: one distributed kernel (`O(nnz r / p)` flops per rank plus the communication
 //! the model states); `replication: 0` runs it once per valid `c`.
 
-use super::params::{positive, Choice, Named, PointIssue};
-use crate::backend::Backend;
-use crate::model::{Measurement, PreparedInput, TypedFamily};
+pub mod apps;
+pub mod cli;
+
+use crate::exec::ranks::Ranks;
+use crate::families::params::{positive, Choice, Named, PointIssue};
+use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use fusedmm::comm::{CommStats, Phase};
 use fusedmm::cost_model::{self, Cost, Shape};
@@ -705,7 +708,7 @@ impl TypedFamily for FusedmmFamily {
         point: &FusedmmPoint,
         threads: usize,
     ) -> Result<Measurement> {
-        self.measure(variant, input, point, threads, &Backend::Local)?
+        self.measure(variant, input, point, threads, &Ranks::Local)?
             .context("internal: the local backend returned no measurement")
     }
 
@@ -719,7 +722,7 @@ impl TypedFamily for FusedmmFamily {
         input: &PreparedInput,
         point: &FusedmmPoint,
         threads: usize,
-        backend: &Backend,
+        backend: &Ranks,
     ) -> Result<Option<Measurement>> {
         self.measure(variant, input, point, threads, backend)
     }
@@ -729,7 +732,7 @@ impl TypedFamily for FusedmmFamily {
 /// processes, which must number `p`): the assembled run, or `None` on MPI ranks other than 0.
 #[allow(clippy::too_many_arguments)]
 pub fn run_on_backend(
-    backend: &Backend,
+    backend: &Ranks,
     alg: &dyn DistAlgorithm,
     problem: &Problem,
     kernel: Kernel,
@@ -762,7 +765,7 @@ impl FusedmmFamily {
         input: &PreparedInput,
         point: &FusedmmPoint,
         threads: usize,
-        backend: &Backend,
+        backend: &Ranks,
     ) -> Result<Option<Measurement>> {
         let problem = input
             .downcast_ref::<Problem>()
@@ -977,7 +980,7 @@ mod tests {
     }
 
     use crate::families::params::PointParams;
-    use crate::model::Value;
+    use crate::family::Value;
 
     fn check(point: &FusedmmPoint, variants: &[&str]) -> Vec<PointIssue> {
         let variants: Vec<String> = variants.iter().map(|v| v.to_string()).collect();
@@ -1029,7 +1032,7 @@ mod tests {
             Some(vec!["none", "setup1", "setup2"])
         );
         // And the typed form says them too.
-        let params: crate::model::Params =
+        let params: crate::family::Params =
             [("kernel".to_string(), Value::Str("fusedma".into()))].into();
         let err = FusedmmPoint::from_params(&params).unwrap_err();
         assert!(

@@ -16,7 +16,7 @@
 //! A corpus or model name that does not exist here is looked up in the data dir, so
 //! `--corpus wiki17m.txt.gz` finds the shared corpus.
 
-use crate::backend::Backend;
+use crate::exec::ranks::Ranks;
 use crate::families::params::Named;
 use crate::families::word2vec::InnerVariant;
 use anyhow::{bail, Context, Result};
@@ -243,11 +243,11 @@ fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
     if args.variant != "distributed" && (args.backend != "local" || args.ranks.is_some()) {
         bail!("--backend and --ranks apply to --variant distributed");
     }
-    let backend = Backend::start(&args.backend)?;
+    let backend = Ranks::start(&args.backend)?;
     backend.finish(train_on(&backend, args, data_dir))
 }
 
-fn train_on(backend: &Backend, args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
+fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
     let sync = SyncOptions {
         sync_words: args.sync_words,
         hot_words: args.hot_words,
@@ -532,7 +532,7 @@ pub fn evaluate_in(model: &Model, dir: &Path, candidates: usize) -> Result<EvalO
             "none of {WORDSIM353_FILE}, {SIMLEX999_FILE}, {ANALOGY_FILE} is in {}; pass the folder \
              that holds them with --data-dir (or set {})",
             dir.display(),
-            crate::datadir::DATA_ENV
+            crate::util::datadir::DATA_ENV
         );
     }
     let evaluator = Evaluator::new(model);
@@ -565,7 +565,7 @@ fn evaluate(args: &EvalArgs, data_dir: Option<&Path>) -> Result<()> {
     let model = read_model(&args.model, data_dir)?;
     let Some(dir) = data_dir else {
         // Names the places looked at and how to fix it.
-        crate::datadir::require(None, WORDSIM353_FILE)?;
+        crate::util::datadir::require(None, WORDSIM353_FILE)?;
         bail!("no data dir with the evaluation sets was found");
     };
     if !dir.is_dir() {

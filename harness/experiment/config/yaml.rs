@@ -11,7 +11,7 @@
 //!
 //! Why our own `Deserializer` rather than marked-yaml's `from_node` (feature "serde", not
 //! enabled): that one hands every scalar to `deserialize_any` as a string, so the untagged
-//! [`crate::model::Value`] would read `threads: 2` as the string "2" and the internally tagged
+//! [`crate::family::Value`] would read `threads: 2` as the string "2" and the internally tagged
 //! claims (which serde buffers through `deserialize_any`) would refuse `at_least: 50`; and its
 //! errors carry no position unless the "serde-path" feature re-walks the tree. Here plain scalars
 //! are typed by the rules serde_yaml 0.9 applied (YAML 1.2 core schema: null, true/false, ints

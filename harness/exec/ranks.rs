@@ -6,7 +6,7 @@
 use anyhow::{bail, Result};
 
 /// The ranks' engine for one command.
-pub enum Backend {
+pub enum Ranks {
     Local,
     #[cfg(feature = "mpi")]
     Mpi {
@@ -16,17 +16,17 @@ pub enum Backend {
     },
 }
 
-impl Backend {
+impl Ranks {
     /// `local` or `mpi` (initializes MPI).
-    pub fn start(name: &str) -> Result<Backend> {
+    pub fn start(name: &str) -> Result<Ranks> {
         match name {
-            "local" => Ok(Backend::Local),
+            "local" => Ok(Ranks::Local),
             #[cfg(feature = "mpi")]
             "mpi" => {
                 use anyhow::Context;
                 let env = parbench_common::comm::mpi::initialize()
                     .context("MPI could not be initialized (was it initialized twice?)")?;
-                Ok(Backend::Mpi {
+                Ok(Ranks::Mpi {
                     _mpi: env,
                     world: parbench_common::comm::mpi::MpiComm::world(),
                 })
@@ -43,26 +43,26 @@ impl Backend {
     #[cfg(feature = "mpi")]
     pub fn world(&self) -> Option<&parbench_common::comm::mpi::MpiComm> {
         match self {
-            Backend::Local => None,
-            Backend::Mpi { world, .. } => Some(world),
+            Ranks::Local => None,
+            Ranks::Mpi { world, .. } => Some(world),
         }
     }
 
     /// The MPI job's world as the algorithms' communicator, `None` for the local backend.
     pub fn communicator(&self) -> Option<&dyn parbench_common::comm::Communicator> {
         match self {
-            Backend::Local => None,
+            Ranks::Local => None,
             #[cfg(feature = "mpi")]
-            Backend::Mpi { world, .. } => Some(world),
+            Ranks::Mpi { world, .. } => Some(world),
         }
     }
 
     /// The number of ranks of the MPI job, `None` for the local backend.
     pub fn job_size(&self) -> Option<usize> {
         match self {
-            Backend::Local => None,
+            Ranks::Local => None,
             #[cfg(feature = "mpi")]
-            Backend::Mpi { world, .. } => {
+            Ranks::Mpi { world, .. } => {
                 use parbench_common::comm::Communicator;
                 Some(world.size())
             }
@@ -85,9 +85,9 @@ impl Backend {
     /// Whether this process prints and writes the results (rank 0, or the local process).
     pub fn is_root(&self) -> bool {
         match self {
-            Backend::Local => true,
+            Ranks::Local => true,
             #[cfg(feature = "mpi")]
-            Backend::Mpi { world, .. } => {
+            Ranks::Mpi { world, .. } => {
                 use parbench_common::comm::Communicator;
                 world.rank() == 0
             }
@@ -98,7 +98,7 @@ impl Backend {
     /// job (`MPI_Abort`), since the other ranks may be waiting for it in a collective.
     pub fn finish(&self, outcome: Result<()>) -> Result<()> {
         #[cfg(feature = "mpi")]
-        if let (Err(e), Backend::Mpi { world, .. }) = (&outcome, self) {
+        if let (Err(e), Ranks::Mpi { world, .. }) = (&outcome, self) {
             use parbench_common::comm::Communicator;
             eprintln!("error: rank {}: {e:#}", world.rank());
             parbench_common::comm::mpi::abort(1);

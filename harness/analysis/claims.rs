@@ -32,8 +32,8 @@
 //! a claim that passed on whatever was left would hide a renamed variant, an emptied sweep or a
 //! metric a variant stopped reporting. Cost: O(rows log rows) per claim.
 
-use crate::config::{ClaimConfig, EquivalenceConfig, ExperimentConfig};
-use crate::model::{Params, ResultRow, Value};
+use crate::experiment::config::{ClaimConfig, EquivalenceConfig, ExperimentConfig};
+use crate::family::{Params, ResultRow, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The verdict on one claim, with measured and required values side by side in `detail`.
@@ -770,7 +770,9 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &S
     for p in &points {
         let mut others = (*p).clone();
         let x = others.remove(param).and_then(|v| v.as_f64());
-        let group = groups.entry(crate::plan::point_key(&others)).or_default();
+        let group = groups
+            .entry(crate::experiment::plan::point_key(&others))
+            .or_default();
         group.extend(x);
     }
     let mut absent: BTreeSet<&str> = BTreeSet::new();
@@ -1508,7 +1510,7 @@ fn scaling(
         let mut others = row.params.clone();
         others.remove(param);
         groups
-            .entry(crate::plan::point_key(&others))
+            .entry(crate::experiment::plan::point_key(&others))
             .or_default()
             .push(row);
     }

@@ -14,10 +14,10 @@
 //! (no `mpirun`, a rank's error, a killed job) is an error naming the command and showing the
 //! end of its output; nothing is recorded for that point.
 
-use crate::backend::Backend;
-use crate::config::LauncherConfig;
-use crate::model::Measurement;
-use crate::plan::{self, Plan};
+use crate::exec::ranks::Ranks;
+use crate::experiment::config::LauncherConfig;
+use crate::experiment::plan::{self, Plan};
+use crate::family::Measurement;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -172,11 +172,11 @@ pub struct LaunchedArgs {
 /// Starts MPI, runs the point `runs` times and prints rank 0's measurements; a failing rank
 /// stops the whole job.
 pub fn launched(args: &LaunchedArgs) -> Result<()> {
-    let backend = Backend::start("mpi")?;
+    let backend = Ranks::start("mpi")?;
     backend.finish(launched_on(&backend, args))
 }
 
-fn launched_on(backend: &Backend, args: &LaunchedArgs) -> Result<()> {
+fn launched_on(backend: &Ranks, args: &LaunchedArgs) -> Result<()> {
     let plan = plan::build(&args.experiment, args.quick, args.data_dir.as_deref())?;
     let point = plan.points.get(args.point).with_context(|| {
         format!(

@@ -4,9 +4,9 @@
 //! The runner knows families only through [`Family`], so the scripted mock family drives this whole
 //! pipeline in tests without any real timing.
 
-use crate::claims::{self, ClaimOutcome};
-use crate::model::{Measurement, Params, ResultRow};
-use crate::plan::Plan;
+use crate::analysis::claims::{self, ClaimOutcome};
+use crate::experiment::plan::Plan;
+use crate::family::{Measurement, Params, ResultRow};
 use crate::results;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -108,7 +108,7 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
     results::remove_stale_temp_files(run_dir);
     results::remove_stale_temp_files(&results::figures_dir(run_dir));
     let started = results::now_rfc3339();
-    let machine = crate::machine::collect(plan.quick);
+    let machine = crate::exec::machine::collect(plan.quick);
     let mut meta = results::RunMeta::new(plan, machine, started);
     results::write_atomic(
         &run_dir.join(results::EXPERIMENT_YAML),
@@ -146,7 +146,7 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
             plan.points.len()
         ));
         // An MPI point's processes prepare their own input.
-        let mpi = crate::plan::is_mpi_point(point);
+        let mpi = crate::experiment::plan::is_mpi_point(point);
         let typed = &plan.typed[index];
         let input = if mpi {
             None
@@ -159,7 +159,7 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
                     })?,
             )
         };
-        let threads = crate::plan::threads_of(point);
+        let threads = crate::experiment::plan::threads_of(point);
         let mut reference: Option<Vec<f64>> = None;
         for variant in &order {
             bar.set_message(format!(
@@ -170,8 +170,10 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
             let context = || format!("running variant {variant} at point {} ({label})", index + 1);
             // Under MPI one launch makes every run of the variant (warm-ups first).
             let mut launched = match &input {
-                None => crate::launch::run_point(plan, run_dir, index, variant, cfg.warmup + reps)
-                    .with_context(context)?,
+                None => {
+                    crate::exec::launch::run_point(plan, run_dir, index, variant, cfg.warmup + reps)
+                        .with_context(context)?
+                }
                 Some(_) => Vec::new(),
             }
             .into_iter();
@@ -240,7 +242,7 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
     }
     bar.finish_and_clear();
 
-    let figures = crate::plot::draw_run_figures(&cfg.figures, &rows, run_dir)?;
+    let figures = crate::analysis::plot::draw_run_figures(&cfg.figures, &rows, run_dir)?;
     let claims = claims::evaluate(cfg, &rows);
     meta.finished = Some(results::now_rfc3339());
     results::write_meta(run_dir, &meta)?;

@@ -1,0 +1,5 @@
+//! What is read back from stored results: figures, claims and the check against a baseline.
+
+pub mod check;
+pub mod claims;
+pub mod plot;

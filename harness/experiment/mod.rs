@@ -1,0 +1,4 @@
+//! The experiment file and its plan: parse, validate, expand; nothing here runs a point.
+
+pub mod config;
+pub mod plan;

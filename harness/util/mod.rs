@@ -1,0 +1,3 @@
+//! Small pieces the rest of the harness shares.
+
+pub mod datadir;
