@@ -17,6 +17,17 @@ pub enum Value {
 }
 
 impl Value {
+    /// The one equality of parameter values, used by figure filters, claim selections and the
+    /// baseline check alike: integers and floats compare by value (`threads: 2` is `threads:
+    /// 2.0`), exactly, since every value comes from the same YAML parse and is stored losslessly;
+    /// other kinds compare as they are.
+    pub fn same_as(&self, other: &Value) -> bool {
+        match (self.as_f64(), other.as_f64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => self == other,
+        }
+    }
+
     /// Numeric view (integers widen; booleans and strings are not numbers).
     pub fn as_f64(&self) -> Option<f64> {
         match self {
@@ -92,6 +103,38 @@ pub struct Measurement {
     pub metrics: BTreeMap<String, f64>,
     /// The numbers compared across variants for equivalence (e.g. the N distances).
     pub output: Vec<f64>,
+    /// What the run's progress callback heard, one entry per report in order (LDA iterations,
+    /// Sinkhorn iterations, word2vec reports); empty for families without progress. Stored as
+    /// `traces.parquet` (see [`crate::results`]) for the repetitions, not the warm-ups.
+    pub trace: Vec<TraceStep>,
+}
+
+/// One progress report of a run, as the trace table stores it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceStep {
+    /// 1-based index of the report within the run (an LDA or Sinkhorn iteration, the n-th
+    /// word2vec report).
+    pub step: usize,
+    /// Wall seconds from the start of the run to the report (the family says which clock: the
+    /// solver's own where it reports one).
+    pub time_s: f64,
+    /// What the report carried, stored as columns `metric_<name>` (names carry their unit). A
+    /// step may lack a metric other steps have (LDA's log-likelihood every N iterations).
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// One stored trace row: one progress step of one repetition of one variant at one point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRow {
+    pub experiment: String,
+    /// Index of the point in the expanded sweep, as in [`ResultRow::point`].
+    pub point: usize,
+    pub params: Params,
+    pub variant: String,
+    pub repetition: usize,
+    pub step: usize,
+    pub time_s: f64,
+    pub metrics: BTreeMap<String, f64>,
 }
 
 /// A parameter a family understands, for validation messages, `parbench list` and help texts.

@@ -248,7 +248,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Wmd(args) => {
-            wmd_cmd::run(&args)?;
+            wmd_cmd::run(&args, data_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Fusedmm(args) => {

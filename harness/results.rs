@@ -6,6 +6,7 @@
 //!   meta.json         RunMeta: flags, seed, data source, machine, timestamps, versions
 //!   results.parquet   tidy rows (one per point x variant x repetition)
 //!   results.csv       the same rows, for spreadsheets and quick greps
+//!   traces.parquet    progress traces (one row per progress step of every recorded run)
 //!   figures/          <figure>.png and <figure>.svg
 //!   summary.txt       human-readable summary and claim verdicts
 //! ```
@@ -15,6 +16,15 @@
 //! sorted by name). Parameter columns keep their type (Int64, Float64, String, Boolean); a
 //! parameter set to integers in some rows and floats in others is stored as Float64, any other
 //! mix as String. A value a row lacks is null, and reads back as an absent key.
+//!
+//! Trace columns, in order: `experiment, point, variant, repetition, param_<name>..., step,
+//! time_s, metric_<name>...`: one row per progress report of every recorded (not warm-up) run
+//! ([`crate::family::TraceStep`]), typed like the results table rather than in a long
+//! (name, value) format, so that a trace row reads like a result row (filters on parameters,
+//! `metric_<name>` columns, nulls for what a step did not report) and a figure selects on it the
+//! same way. `step` is 1-based within its run; rows are sorted by point, variant, repetition,
+//! step. The table exists, possibly empty, in every run directory made since traces exist; an
+//! older run reads as having none.
 //!
 //! Every file of a run directory is written through [`write_atomic_with`] (a temporary sibling,
 //! fsync, rename, fsync of the directory), so a sweep killed at any moment leaves each file either
@@ -28,7 +38,7 @@
 
 use crate::exec::machine::MachineInfo;
 use crate::experiment::plan::Plan;
-use crate::family::{Params, ResultRow, Value};
+use crate::family::{Params, ResultRow, TraceRow, Value};
 use anyhow::{bail, Context};
 use polars::prelude::{
     Column, CsvWriter, DataFrame, DataType, ParquetReader, ParquetWriter, PlSmallStr, SerReader,
@@ -37,22 +47,22 @@ use polars::prelude::{
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub const EXPERIMENT_YAML: &str = "experiment.yaml";
 pub const META_JSON: &str = "meta.json";
 pub const RESULTS_PARQUET: &str = "results.parquet";
 pub const RESULTS_CSV: &str = "results.csv";
+pub const TRACES_PARQUET: &str = "traces.parquet";
 pub const FIGURES_DIR: &str = "figures";
 pub const SUMMARY_TXT: &str = "summary.txt";
 
 pub use crate::exec::machine::now_rfc3339;
 
-const PARAM_PREFIX: &str = "param_";
-const PHASE_PREFIX: &str = "phase_";
-const PHASE_SUFFIX: &str = "_s";
-const METRIC_PREFIX: &str = "metric_";
+use crate::util::column::{
+    Column as ResultColumn, EQUIV_REL_ERROR, METRIC_PREFIX, PARAM_PREFIX, PHASE_PREFIX,
+    PHASE_SUFFIX, WALL_TIME,
+};
 
 /// Provenance of a run, stored as `meta.json` next to its results.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,108 +119,16 @@ pub fn figures_dir(run_dir: &Path) -> PathBuf {
     run_dir.join(FIGURES_DIR)
 }
 
-/// Writes `bytes` to `path` atomically; see [`write_atomic_with`].
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    write_atomic_with(path, |w| w.write_all(bytes))
-}
-
-/// Marks the temporary files of [`write_atomic_with`]: `.<name>.tmp-<pid>-<n>`.
-const TEMP_MARK: &str = ".tmp-";
-
-/// Whether `file_name` is a temporary file of [`write_atomic_with`] (a writer killed between
-/// creating and renaming it leaves one behind; it never replaces a real file).
-pub fn is_temp_file(file_name: &str) -> bool {
-    file_name.starts_with('.') && file_name.contains(TEMP_MARK)
-}
-
-/// Removes the temporary files a killed writer left in `dir` (not recursive); the files they
-/// were meant to replace are intact. Returns how many were removed.
-pub fn remove_stale_temp_files(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_str().is_some_and(is_temp_file))
-        .filter(|e| std::fs::remove_file(e.path()).is_ok())
-        .count()
-}
-
-/// The one way parbench writes a file others may read while it is being replaced (everything
-/// in a run directory, figures, baselines, output tables): readers see either the old file or
-/// the complete new one, also after a crash or a SIGKILL at any instant.
-///
-/// `write` fills a hidden temporary sibling (`.<name>.tmp-<pid>-<n>`, unique per process and
-/// call, so concurrent writers never share one) in the same directory, hence on the same file
-/// system; it is flushed and fsynced, renamed over `path` (atomic on POSIX), and the directory
-/// is fsynced so the rename itself survives a power loss. On any failure the temporary file is
-/// removed and the old `path` is left as it was. A process killed mid-write leaves only the
-/// temporary file, which [`remove_stale_temp_files`] clears.
-pub fn write_atomic_with(
-    path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<File>) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let file_name = path
-        .file_name()
-        .with_context(|| format!("{} does not name a file", path.display()))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(file_name);
-    tmp_name.push(format!(
-        "{TEMP_MARK}{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let tmp_path = path.with_file_name(tmp_name);
-    let write_tmp = || -> std::io::Result<()> {
-        // Unique among live processes; one left by a dead process of the same id is stale.
-        let mut w = std::io::BufWriter::new(File::create(&tmp_path)?);
-        write(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()
-    };
-    if let Err(err) = write_tmp() {
-        let _ = std::fs::remove_file(&tmp_path);
-        return Err(err).with_context(|| format!("cannot write {}", tmp_path.display()));
-    }
-    if let Err(err) = std::fs::rename(&tmp_path, path) {
-        let _ = std::fs::remove_file(&tmp_path);
-        return Err(err).with_context(|| {
-            format!("cannot move {} over {}", tmp_path.display(), path.display())
-        });
-    }
-    sync_dir(path.parent())
-        .with_context(|| format!("cannot fsync the directory of {}", path.display()))
-}
-
-/// Fsyncs a directory, making a rename in it durable. Platforms that cannot open a directory
-/// (Windows) are skipped, and so are file systems that do not sync directories (EINVAL,
-/// ENOTSUP); any other failure is an error.
-fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
-    let dir = match dir {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !cfg!(unix) {
-        return Ok(());
-    }
-    match File::open(dir)?.sync_all() {
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::Unsupported
-            ) =>
-        {
-            Ok(())
-        }
-        other => other,
-    }
-}
+// The one atomic write of the whole workspace lives in parbench-common (the crates write models
+// and embeddings with it too).
+pub use parbench_common::atomic::{
+    is_temp_file, remove_stale_temp_files, write_atomic, write_atomic_with,
+};
 
 /// Writes `meta.json` into `run_dir`.
 pub fn write_meta(run_dir: &Path, meta: &RunMeta) -> anyhow::Result<()> {
     let json = serde_json::to_vec_pretty(meta).context("cannot serialise run metadata")?;
-    write_atomic(&run_dir.join(META_JSON), &json)
+    Ok(write_atomic(&run_dir.join(META_JSON), &json)?)
 }
 
 /// Reads `meta.json` from `run_dir`.
@@ -235,7 +153,7 @@ pub fn write_rows(run_dir: &Path, rows: &[ResultRow]) -> anyhow::Result<()> {
         .finish(&mut frame)
         .context("cannot encode results as CSV")?;
     write_atomic(&run_dir.join(RESULTS_PARQUET), &parquet)?;
-    write_atomic(&run_dir.join(RESULTS_CSV), &csv)
+    Ok(write_atomic(&run_dir.join(RESULTS_CSV), &csv)?)
 }
 
 /// Reads `results.parquet` from `run_dir` back into rows, exactly as written.
@@ -246,6 +164,41 @@ pub fn read_rows(run_dir: &Path) -> anyhow::Result<Vec<ResultRow>> {
         .finish()
         .with_context(|| format!("cannot read {} as Parquet", path.display()))?;
     frame_to_rows(&frame).with_context(|| format!("unexpected table in {}", path.display()))
+}
+
+/// Writes the trace rows as `traces.parquet` into `run_dir` (atomically), sorted by point,
+/// variant, repetition and step. An empty table is written too, so a run directory made since
+/// traces exist always has one.
+pub fn write_traces(run_dir: &Path, traces: &[TraceRow]) -> anyhow::Result<()> {
+    let mut sorted: Vec<&TraceRow> = traces.iter().collect();
+    sorted.sort_by(|a, b| {
+        (a.point, &a.variant, a.repetition, a.step).cmp(&(
+            b.point,
+            &b.variant,
+            b.repetition,
+            b.step,
+        ))
+    });
+    let mut frame = traces_to_frame(&sorted)?;
+    let mut parquet = Vec::new();
+    ParquetWriter::new(&mut parquet)
+        .finish(&mut frame)
+        .context("cannot encode the traces as Parquet")?;
+    Ok(write_atomic(&run_dir.join(TRACES_PARQUET), &parquet)?)
+}
+
+/// Reads `traces.parquet` from `run_dir` back into rows, exactly as written; a run directory
+/// without one (made before traces existed) has no trace rows.
+pub fn read_traces(run_dir: &Path) -> anyhow::Result<Vec<TraceRow>> {
+    let path = run_dir.join(TRACES_PARQUET);
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let file = File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+    let frame = ParquetReader::new(file)
+        .finish()
+        .with_context(|| format!("cannot read {} as Parquet", path.display()))?;
+    frame_to_traces(&frame).with_context(|| format!("unexpected table in {}", path.display()))
 }
 
 /// A stored run, as analysis sees it: everything comes from the run directory.
@@ -335,50 +288,23 @@ impl ParamKind {
     }
 }
 
-fn rows_to_frame(rows: &[ResultRow]) -> anyhow::Result<DataFrame> {
+/// The `param_<name>` columns of rows with these parameters, typed per [`ParamKind`], sorted by
+/// name.
+fn param_columns(params: &[&Params]) -> Vec<Column> {
     let mut param_kinds: BTreeMap<&str, ParamKind> = BTreeMap::new();
-    let mut phases: BTreeSet<&str> = BTreeSet::new();
-    let mut metrics: BTreeSet<&str> = BTreeSet::new();
-    for row in rows {
-        for (name, value) in &row.params {
+    for p in params {
+        for (name, value) in p.iter() {
             let kind = ParamKind::of(value);
             param_kinds
                 .entry(name)
                 .and_modify(|k| *k = k.join(kind))
                 .or_insert(kind);
         }
-        phases.extend(row.phases_s.keys().map(String::as_str));
-        metrics.extend(row.metrics.keys().map(String::as_str));
     }
-
-    let to_i64 = |n: usize| i64::try_from(n).context("index does not fit in a 64-bit integer");
-    let mut columns = vec![
-        Column::new(
-            "experiment".into(),
-            rows.iter()
-                .map(|r| r.experiment.clone())
-                .collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "point".into(),
-            rows.iter()
-                .map(|r| to_i64(r.point))
-                .collect::<anyhow::Result<Vec<_>>>()?,
-        ),
-        Column::new(
-            "variant".into(),
-            rows.iter().map(|r| r.variant.clone()).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "repetition".into(),
-            rows.iter()
-                .map(|r| to_i64(r.repetition))
-                .collect::<anyhow::Result<Vec<_>>>()?,
-        ),
-    ];
+    let mut columns = Vec::new();
     for (&name, &kind) in &param_kinds {
         let column_name: PlSmallStr = format!("{PARAM_PREFIX}{name}").into();
-        let values = rows.iter().map(|r| r.params.get(name));
+        let values = params.iter().map(|p| p.get(name));
         let column = match kind {
             ParamKind::Bool => Column::new(
                 column_name,
@@ -411,8 +337,47 @@ fn rows_to_frame(rows: &[ResultRow]) -> anyhow::Result<DataFrame> {
         };
         columns.push(column);
     }
+    columns
+}
+
+fn rows_to_frame(rows: &[ResultRow]) -> anyhow::Result<DataFrame> {
+    let mut phases: BTreeSet<&str> = BTreeSet::new();
+    let mut metrics: BTreeSet<&str> = BTreeSet::new();
+    for row in rows {
+        phases.extend(row.phases_s.keys().map(String::as_str));
+        metrics.extend(row.metrics.keys().map(String::as_str));
+    }
+
+    let to_i64 = |n: usize| i64::try_from(n).context("index does not fit in a 64-bit integer");
+    let mut columns = vec![
+        Column::new(
+            "experiment".into(),
+            rows.iter()
+                .map(|r| r.experiment.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "point".into(),
+            rows.iter()
+                .map(|r| to_i64(r.point))
+                .collect::<anyhow::Result<Vec<_>>>()?,
+        ),
+        Column::new(
+            "variant".into(),
+            rows.iter().map(|r| r.variant.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "repetition".into(),
+            rows.iter()
+                .map(|r| to_i64(r.repetition))
+                .collect::<anyhow::Result<Vec<_>>>()?,
+        ),
+    ];
+    columns.extend(param_columns(
+        &rows.iter().map(|r| &r.params).collect::<Vec<_>>(),
+    ));
     columns.push(Column::new(
-        "wall_time_s".into(),
+        WALL_TIME.into(),
         rows.iter().map(|r| r.wall_time_s).collect::<Vec<_>>(),
     ));
     for name in phases {
@@ -432,69 +397,144 @@ fn rows_to_frame(rows: &[ResultRow]) -> anyhow::Result<DataFrame> {
         ));
     }
     columns.push(Column::new(
-        "equiv_rel_error".into(),
+        EQUIV_REL_ERROR.into(),
         rows.iter().map(|r| r.equiv_rel_error).collect::<Vec<_>>(),
     ));
     DataFrame::new(rows.len(), columns).context("cannot assemble the results table")
 }
 
-/// What a stored column holds, recognised from its name.
-enum ColumnRole<'a> {
-    Param(&'a str),
-    Phase(&'a str),
-    Metric(&'a str),
+fn traces_to_frame(traces: &[&TraceRow]) -> anyhow::Result<DataFrame> {
+    let metrics: BTreeSet<&str> = traces
+        .iter()
+        .flat_map(|t| t.metrics.keys().map(String::as_str))
+        .collect();
+    let to_i64 = |n: usize| i64::try_from(n).context("index does not fit in a 64-bit integer");
+    let indices = |f: fn(&TraceRow) -> usize| {
+        traces
+            .iter()
+            .map(|t| to_i64(f(t)))
+            .collect::<anyhow::Result<Vec<_>>>()
+    };
+    let mut columns = vec![
+        Column::new(
+            "experiment".into(),
+            traces
+                .iter()
+                .map(|t| t.experiment.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new("point".into(), indices(|t| t.point)?),
+        Column::new(
+            "variant".into(),
+            traces.iter().map(|t| t.variant.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new("repetition".into(), indices(|t| t.repetition)?),
+    ];
+    columns.extend(param_columns(
+        &traces.iter().map(|t| &t.params).collect::<Vec<_>>(),
+    ));
+    columns.push(Column::new("step".into(), indices(|t| t.step)?));
+    columns.push(Column::new(
+        "time_s".into(),
+        traces.iter().map(|t| t.time_s).collect::<Vec<_>>(),
+    ));
+    for name in metrics {
+        columns.push(Column::new(
+            format!("{METRIC_PREFIX}{name}").into(),
+            traces
+                .iter()
+                .map(|t| t.metrics.get(name).copied())
+                .collect::<Vec<_>>(),
+        ));
+    }
+    DataFrame::new(traces.len(), columns).context("cannot assemble the trace table")
 }
 
-fn column_role(name: &str) -> Option<ColumnRole<'_>> {
-    if let Some(param) = name.strip_prefix(PARAM_PREFIX) {
-        return Some(ColumnRole::Param(param));
+fn frame_to_traces(frame: &DataFrame) -> anyhow::Result<Vec<TraceRow>> {
+    let experiments = required_str(frame, "experiment")?;
+    let variants = required_str(frame, "variant")?;
+    let points = required_index(frame, "point")?;
+    let repetitions = required_index(frame, "repetition")?;
+    let steps = required_index(frame, "step")?;
+    let times = optional_f64(frame, "time_s")?;
+    let mut traces: Vec<TraceRow> = (0..frame.height())
+        .map(|i| {
+            Ok(TraceRow {
+                experiment: experiments[i].clone(),
+                point: points[i],
+                params: Params::new(),
+                variant: variants[i].clone(),
+                repetition: repetitions[i],
+                step: steps[i],
+                time_s: times[i].with_context(|| format!("null in column `time_s`, row {i}"))?,
+                metrics: BTreeMap::new(),
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    for column in frame.columns() {
+        let name = column.name().as_str();
+        match ResultColumn::parse(name) {
+            Some(ResultColumn::Param(param)) => {
+                for (row, value) in traces.iter_mut().zip(param_values(column)?) {
+                    if let Some(value) = value {
+                        row.params.insert(param.to_string(), value);
+                    }
+                }
+            }
+            Some(ResultColumn::Metric(metric)) => {
+                for (row, value) in traces.iter_mut().zip(optional_f64(frame, name)?) {
+                    if let Some(value) = value {
+                        row.metrics.insert(metric.to_string(), value);
+                    }
+                }
+            }
+            // The fixed columns were read above; others (a newer writer) are skipped.
+            _ => {}
+        }
     }
-    if let Some(phase) = name
-        .strip_prefix(PHASE_PREFIX)
-        .and_then(|rest| rest.strip_suffix(PHASE_SUFFIX))
-    {
-        return Some(ColumnRole::Phase(phase));
-    }
-    name.strip_prefix(METRIC_PREFIX).map(ColumnRole::Metric)
+    Ok(traces)
+}
+
+/// A text column without nulls.
+fn required_str(frame: &DataFrame, name: &str) -> anyhow::Result<Vec<String>> {
+    let column = frame
+        .column(name)
+        .with_context(|| format!("missing column `{name}`"))?;
+    let values = column
+        .str()
+        .with_context(|| format!("column `{name}` is not text"))?;
+    (0..frame.height())
+        .map(|i| {
+            values
+                .get(i)
+                .map(str::to_string)
+                .with_context(|| format!("null in column `{name}`, row {i}"))
+        })
+        .collect()
+}
+
+/// An integer column of non-negative values without nulls (indices, counts).
+fn required_index(frame: &DataFrame, name: &str) -> anyhow::Result<Vec<usize>> {
+    let values = optional_i64(frame, name)?;
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.and_then(|v| usize::try_from(v).ok())
+                .with_context(|| format!("column `{name}`, row {i}: not a row index"))
+        })
+        .collect()
 }
 
 fn frame_to_rows(frame: &DataFrame) -> anyhow::Result<Vec<ResultRow>> {
     let height = frame.height();
-    let required_str = |name: &str| -> anyhow::Result<Vec<String>> {
-        let column = frame
-            .column(name)
-            .with_context(|| format!("missing column `{name}`"))?;
-        let values = column
-            .str()
-            .with_context(|| format!("column `{name}` is not text"))?;
-        (0..height)
-            .map(|i| {
-                values
-                    .get(i)
-                    .map(str::to_string)
-                    .with_context(|| format!("null in column `{name}`, row {i}"))
-            })
-            .collect()
-    };
-    let required_index = |name: &str| -> anyhow::Result<Vec<usize>> {
-        let values = optional_i64(frame, name)?;
-        values
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.and_then(|v| usize::try_from(v).ok())
-                    .with_context(|| format!("column `{name}`, row {i}: not a row index"))
-            })
-            .collect()
-    };
-
-    let experiments = required_str("experiment")?;
-    let variants = required_str("variant")?;
-    let points = required_index("point")?;
-    let repetitions = required_index("repetition")?;
-    let wall_times = optional_f64(frame, "wall_time_s")?;
-    let equiv = if frame.column("equiv_rel_error").is_ok() {
-        optional_f64(frame, "equiv_rel_error")?
+    let experiments = required_str(frame, "experiment")?;
+    let variants = required_str(frame, "variant")?;
+    let points = required_index(frame, "point")?;
+    let repetitions = required_index(frame, "repetition")?;
+    let wall_times = optional_f64(frame, WALL_TIME)?;
+    let equiv = if frame.column(EQUIV_REL_ERROR).is_ok() {
+        optional_f64(frame, EQUIV_REL_ERROR)?
     } else {
         vec![None; height]
     };
@@ -518,22 +558,22 @@ fn frame_to_rows(frame: &DataFrame) -> anyhow::Result<Vec<ResultRow>> {
 
     for column in frame.columns() {
         let name = column.name().as_str();
-        match column_role(name) {
-            Some(ColumnRole::Param(param)) => {
+        match ResultColumn::parse(name) {
+            Some(ResultColumn::Param(param)) => {
                 for (row, value) in rows.iter_mut().zip(param_values(column)?) {
                     if let Some(value) = value {
                         row.params.insert(param.to_string(), value);
                     }
                 }
             }
-            Some(ColumnRole::Phase(phase)) => {
+            Some(ResultColumn::Phase(phase)) => {
                 for (row, value) in rows.iter_mut().zip(optional_f64(frame, name)?) {
                     if let Some(value) = value {
                         row.phases_s.insert(phase.to_string(), value);
                     }
                 }
             }
-            Some(ColumnRole::Metric(metric)) => {
+            Some(ResultColumn::Metric(metric)) => {
                 for (row, value) in rows.iter_mut().zip(optional_f64(frame, name)?) {
                     if let Some(value) = value {
                         row.metrics.insert(metric.to_string(), value);
@@ -541,7 +581,7 @@ fn frame_to_rows(frame: &DataFrame) -> anyhow::Result<Vec<ResultRow>> {
                 }
             }
             // The fixed columns were read above; unknown ones (a newer writer) are skipped.
-            None => {}
+            _ => {}
         }
     }
     Ok(rows)
@@ -604,6 +644,72 @@ fn param_values(column: &Column) -> anyhow::Result<Vec<Option<Value>>> {
 mod tests {
     use super::*;
 
+    fn trace_row(point: usize, variant: &str, repetition: usize, step: usize) -> TraceRow {
+        let mut metrics = BTreeMap::from([("residual".to_string(), 1.0 / step as f64)]);
+        // A metric only some steps have: null in the others, absent when read back.
+        if step.is_multiple_of(2) {
+            metrics.insert("loglik".to_string(), -1e6 - step as f64);
+        }
+        TraceRow {
+            experiment: "e".into(),
+            point,
+            params: Params::from([
+                ("threads".to_string(), Value::Int(point as i64 + 1)),
+                ("alpha".to_string(), Value::Float(0.1)),
+                ("inner".to_string(), Value::Str("gemm".into())),
+                ("evaluate".to_string(), Value::Bool(point == 0)),
+            ]),
+            variant: variant.into(),
+            repetition,
+            step,
+            time_s: 0.25 * step as f64 + point as f64,
+            metrics,
+        }
+    }
+
+    #[test]
+    fn trace_tables_read_back_exactly_as_written_in_run_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut written = Vec::new();
+        for point in [1, 0] {
+            for variant in ["sync", "async"] {
+                for repetition in [1, 0] {
+                    for step in [3, 1, 2] {
+                        written.push(trace_row(point, variant, repetition, step));
+                    }
+                }
+            }
+        }
+        // One row without parameters a point of another shape lacks.
+        let mut bare = trace_row(2, "sync", 0, 1);
+        bare.params.remove("inner");
+        written.push(bare);
+        write_traces(dir.path(), &written).unwrap();
+        let back = read_traces(dir.path()).unwrap();
+        let mut expected = written.clone();
+        expected.sort_by(|a, b| {
+            (a.point, &a.variant, a.repetition, a.step).cmp(&(
+                b.point,
+                &b.variant,
+                b.repetition,
+                b.step,
+            ))
+        });
+        assert_eq!(back.len(), expected.len());
+        for (b, e) in back.iter().zip(&expected) {
+            assert_eq!(b, e, "\nread back: {b:?}\nwritten:   {e:?}");
+        }
+    }
+
+    #[test]
+    fn an_empty_trace_table_and_a_missing_one_read_as_no_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_traces(dir.path()).unwrap().is_empty());
+        write_traces(dir.path(), &[]).unwrap();
+        assert!(dir.path().join(TRACES_PARQUET).is_file());
+        assert!(read_traces(dir.path()).unwrap().is_empty());
+    }
+
     #[test]
     fn param_kinds_widen_ints_to_floats_and_mixes_to_text() {
         use ParamKind::*;
@@ -612,23 +718,5 @@ mod tests {
         assert_eq!(Float.join(Int), Float);
         assert_eq!(Bool.join(Int), Str);
         assert_eq!(Str.join(Float), Str);
-    }
-
-    #[test]
-    fn column_roles_strip_prefixes_and_units() {
-        assert!(matches!(
-            column_role("param_threads"),
-            Some(ColumnRole::Param("threads"))
-        ));
-        assert!(matches!(
-            column_role("phase_loop_s"),
-            Some(ColumnRole::Phase("loop"))
-        ));
-        assert!(matches!(
-            column_role("metric_gflop_per_s"),
-            Some(ColumnRole::Metric("gflop_per_s"))
-        ));
-        assert!(column_role("wall_time_s").is_none());
-        assert!(column_role("equiv_rel_error").is_none());
     }
 }

@@ -14,6 +14,7 @@ use crate::analysis::claims::{self, ClaimOutcome};
 use crate::experiment::config::ExperimentConfig;
 use crate::experiment::plan::point_key;
 use crate::family::ResultRow;
+use crate::util::stats::median;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -166,7 +167,7 @@ fn experiment_baseline(rows: &[ResultRow], config: &ExperimentConfig) -> Experim
         .map(|(key, by_variant)| {
             let medians: BTreeMap<String, f64> = by_variant
                 .into_iter()
-                .filter_map(|(v, ts)| claims::median(&ts).map(|m| (v, m)))
+                .filter_map(|(v, ts)| median(&ts).map(|m| (v, m)))
                 .collect();
             let reference_time = medians.get(&reference).copied();
             let entries = medians

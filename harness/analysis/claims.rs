@@ -34,6 +34,8 @@
 
 use crate::experiment::config::{ClaimConfig, EquivalenceConfig, ExperimentConfig};
 use crate::family::{Params, ResultRow, Value};
+use crate::util::column::Column;
+use crate::util::stats::median;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The verdict on one claim, with measured and required values side by side in `detail`.
@@ -242,13 +244,9 @@ pub fn resolve(
     }
 }
 
-/// Whether `name` is a result column: `wall_time_s`, `equiv_rel_error`, `phase_<name>_s` or
-/// `metric_<name>`.
+/// Whether `name` is a result column (not a parameter): see [`Column`].
 pub fn is_result_column(name: &str) -> bool {
-    name == "wall_time_s"
-        || name == "equiv_rel_error"
-        || (name.starts_with("phase_") && name.ends_with("_s") && name.len() > "phase__s".len())
-        || (name.starts_with("metric_") && name.len() > "metric_".len())
+    Column::parse(name).is_some_and(|c| c.is_result())
 }
 
 /// Collects the problems of one claim while resolving it.
@@ -434,7 +432,7 @@ impl Resolver<'_, '_> {
             let in_grid = grid
                 .points
                 .iter()
-                .any(|p| p.get(key).is_some_and(|v| values_equal(v, value)));
+                .any(|p| p.get(key).is_some_and(|v| v.same_as(value)));
             if grid.exact && !in_grid {
                 self.problem(
                     &["at", key],
@@ -798,7 +796,7 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &S
         }
         let (x_from, x_to) = (from.resolve(&values), to.resolve(&values));
         if let (Some(a), Some(b)) = (x_from, x_to) {
-            if nearly_equal(a, b) {
+            if a == b {
                 r.problem(
                     &["to"],
                     None,
@@ -835,11 +833,12 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &S
     }
 }
 
-/// Sorted distinct values (equal within rounding).
+/// Sorted distinct values (parameter values are stored exactly, so exact equality, as
+/// [`Value::same_as`]).
 fn distinct_numbers(values: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut v: Vec<f64> = values.filter(|x| !x.is_nan()).collect();
     v.sort_by(f64::total_cmp);
-    v.dedup_by(|a, b| nearly_equal(*a, *b));
+    v.dedup();
     v
 }
 
@@ -859,7 +858,7 @@ impl End {
         match self {
             End::Min => values.first().copied(),
             End::Max => values.last().copied(),
-            End::Value(v) => values.iter().copied().find(|x| nearly_equal(*x, v)),
+            End::Value(v) => values.iter().copied().find(|&x| x == v),
         }
     }
 }
@@ -887,7 +886,7 @@ impl Selection {
             return Err("no rows".to_string());
         }
         for (key, wanted) in &self.fixed {
-            selected.retain(|item| get(item, key).is_some_and(|v| values_equal(&v, wanted)));
+            selected.retain(|item| get(item, key).is_some_and(|v| v.same_as(wanted)));
             if selected.is_empty() {
                 return Err(format!("no rows with {key}={wanted}"));
             }
@@ -934,44 +933,10 @@ fn row_value(row: &ResultRow, key: &str) -> Option<Value> {
 // Evaluation.
 // ---------------------------------------------------------------------------------------------
 
-/// The value of a named column of a row: `wall_time_s`, `equiv_rel_error`, `phase_<name>_s`,
-/// `metric_<name>`, or a numeric parameter. `None` when the row has no such (numeric) value.
+/// The value of a named column of a row, or of a bare numeric parameter: see
+/// [`Column::reference`]. `None` when the row has no such (numeric) value.
 pub fn column(row: &ResultRow, name: &str) -> Option<f64> {
-    match name {
-        "wall_time_s" => return Some(row.wall_time_s),
-        "equiv_rel_error" => return row.equiv_rel_error,
-        _ => {}
-    }
-    if let Some(phase) = name
-        .strip_prefix("phase_")
-        .and_then(|rest| rest.strip_suffix("_s"))
-    {
-        if let Some(&t) = row.phases_s.get(phase) {
-            return Some(t);
-        }
-    }
-    if let Some(metric) = name.strip_prefix("metric_") {
-        if let Some(&m) = row.metrics.get(metric) {
-            return Some(m);
-        }
-    }
-    row.params.get(name).and_then(Value::as_f64)
-}
-
-/// Median of `values` (the mean of the two middle ones for an even count); `None` when empty.
-/// NaNs sort last, so they only move the median when they are the majority.
-pub fn median(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(|a, b| a.total_cmp(b));
-    let mid = sorted.len() / 2;
-    Some(if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        0.5 * (sorted[mid - 1] + sorted[mid])
-    })
+    Column::reference(name).value(row)
 }
 
 /// Evaluates every claim of `config` (the merged configuration of the run: on a quick run, the
@@ -1154,18 +1119,6 @@ impl Bounds {
             (None, None) => "no bound given: set at_least and/or at_most".to_string(),
         }
     }
-}
-
-/// Integers and floats compare by value (`threads: 2` matches `threads: 2.0`).
-pub fn values_equal(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => nearly_equal(x, y),
-        _ => a == b,
-    }
-}
-
-fn nearly_equal(a: f64, b: f64) -> bool {
-    a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
 }
 
 /// One finding of a claim at one point: passed, margin (to pick the tightest), text.
@@ -1536,7 +1489,7 @@ fn scaling(
             )));
             continue;
         };
-        if nearly_equal(x_from, x_to) {
+        if x_from == x_to {
             findings.push(missing(format!(
                 "{variant}: {param}={from} and {param}={to} are the same point ({param}={}){place}, nothing to compare",
                 fmt_value(x_from)
@@ -1547,7 +1500,7 @@ fn scaling(
             group
                 .iter()
                 .copied()
-                .filter(|r| column(r, param).is_some_and(|v| nearly_equal(v, x)))
+                .filter(|r| column(r, param).is_some_and(|v| v == x))
                 .collect()
         };
         let (rows_from, rows_to) = (at_value(x_from), at_value(x_to));
@@ -1630,13 +1583,6 @@ fn share(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
-    }
 
     #[test]
     fn slope_of_a_line() {

@@ -10,14 +10,15 @@
 //!
 //! The child rebuilds the plan from the run directory's copy of the experiment file, so the
 //! point it runs is the one the parent expanded. Floating-point values cross as their bit
-//! patterns, so a measurement arrives exactly as taken (NaN included). A launch that fails
+//! patterns, so a measurement arrives exactly as taken (NaN included), its progress trace
+//! with it (one measurement per line, trace included). A launch that fails
 //! (no `mpirun`, a rank's error, a killed job) is an error naming the command and showing the
 //! end of its output; nothing is recorded for that point.
 
 use crate::exec::ranks::Ranks;
 use crate::experiment::config::LauncherConfig;
 use crate::experiment::plan::{self, Plan};
-use crate::family::Measurement;
+use crate::family::{Measurement, TraceStep};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,34 +35,65 @@ struct WireMeasurement {
     phases_s: BTreeMap<String, u64>,
     metrics: BTreeMap<String, u64>,
     output: Vec<u64>,
+    /// Absent in lines of a parbench without traces: no trace.
+    #[serde(default)]
+    trace: Vec<WireTraceStep>,
+}
+
+/// A [`TraceStep`] with every `f64` as its bits.
+#[derive(Serialize, Deserialize)]
+struct WireTraceStep {
+    step: usize,
+    time_s: u64,
+    metrics: BTreeMap<String, u64>,
+}
+
+fn to_bits(map: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
+    map.iter().map(|(k, v)| (k.clone(), v.to_bits())).collect()
+}
+
+fn from_bits(map: BTreeMap<String, u64>) -> BTreeMap<String, f64> {
+    map.into_iter()
+        .map(|(k, v)| (k, f64::from_bits(v)))
+        .collect()
 }
 
 impl From<&Measurement> for WireMeasurement {
     fn from(m: &Measurement) -> Self {
-        let bits = |map: &BTreeMap<String, f64>| {
-            map.iter().map(|(k, v)| (k.clone(), v.to_bits())).collect()
-        };
         WireMeasurement {
             wall_time_s: m.wall_time_s.to_bits(),
-            phases_s: bits(&m.phases_s),
-            metrics: bits(&m.metrics),
+            phases_s: to_bits(&m.phases_s),
+            metrics: to_bits(&m.metrics),
             output: m.output.iter().map(|x| x.to_bits()).collect(),
+            trace: m
+                .trace
+                .iter()
+                .map(|t| WireTraceStep {
+                    step: t.step,
+                    time_s: t.time_s.to_bits(),
+                    metrics: to_bits(&t.metrics),
+                })
+                .collect(),
         }
     }
 }
 
 impl From<WireMeasurement> for Measurement {
     fn from(w: WireMeasurement) -> Self {
-        let floats = |map: BTreeMap<String, u64>| {
-            map.into_iter()
-                .map(|(k, v)| (k, f64::from_bits(v)))
-                .collect()
-        };
         Measurement {
             wall_time_s: f64::from_bits(w.wall_time_s),
-            phases_s: floats(w.phases_s),
-            metrics: floats(w.metrics),
+            phases_s: from_bits(w.phases_s),
+            metrics: from_bits(w.metrics),
             output: w.output.into_iter().map(f64::from_bits).collect(),
+            trace: w
+                .trace
+                .into_iter()
+                .map(|t| TraceStep {
+                    step: t.step,
+                    time_s: f64::from_bits(t.time_s),
+                    metrics: from_bits(t.metrics),
+                })
+                .collect(),
         }
     }
 }
@@ -222,6 +254,11 @@ mod tests {
             phases_s: BTreeMap::from([("sending".into(), 1e-300)]),
             metrics: BTreeMap::from([("x".into(), f64::NAN), ("y".into(), -0.0)]),
             output: vec![f64::INFINITY, 1.0 / 3.0],
+            trace: vec![TraceStep {
+                step: 1,
+                time_s: 0.1 + 0.7,
+                metrics: BTreeMap::from([("loglik".into(), -1e300), ("z".into(), f64::NAN)]),
+            }],
         };
         let text = serde_json::to_string(&WireMeasurement::from(&m)).unwrap();
         let back: Measurement = serde_json::from_str::<WireMeasurement>(&text)
@@ -233,6 +270,15 @@ mod tests {
         assert_eq!(back.metrics["y"].to_bits(), (-0.0f64).to_bits());
         assert_eq!(back.output[0], f64::INFINITY);
         assert_eq!(back.output[1], 1.0 / 3.0);
+        assert_eq!(back.trace.len(), 1);
+        assert_eq!(back.trace[0].step, 1);
+        assert_eq!(back.trace[0].time_s.to_bits(), (0.1f64 + 0.7).to_bits());
+        assert_eq!(back.trace[0].metrics["loglik"], -1e300);
+        assert!(back.trace[0].metrics["z"].is_nan());
+        // A line from a parbench without traces still reads, with an empty trace.
+        let old = r#"{"wall_time_s":0,"phases_s":{},"metrics":{},"output":[]}"#;
+        let back: Measurement = serde_json::from_str::<WireMeasurement>(old).unwrap().into();
+        assert!(back.trace.is_empty());
     }
 
     #[test]

@@ -1,29 +1,26 @@
 //! Runs a [`Plan`]: every point, every variant, warm-up then repetitions, equivalence against the
 //! reference variant, results written after each point so an interrupted sweep can resume.
 //!
+//! The progress trace of every recorded run ([`Measurement::trace`]) goes to `traces.parquet`
+//! with the point's parameters, variant and repetition; it is written before the results table
+//! after each point, so a point the results table holds always has its trace (a run killed in
+//! between leaves trace rows of a point the results lack, which the resumed run replaces).
+//!
 //! The runner knows families only through [`Family`], so the scripted mock family drives this whole
 //! pipeline in tests without any real timing.
 
 use crate::analysis::claims::{self, ClaimOutcome};
+use crate::exec::executor::{Executor, PerPoint};
 use crate::experiment::plan::Plan;
-use crate::family::{Measurement, Params, ResultRow};
+use crate::family::{Measurement, Params, ResultRow, TraceRow};
 use crate::results;
+use crate::util::progress::Progress;
+use crate::util::stats::median;
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-/// How a run reports its progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProgressMode {
-    /// A progress bar on a terminal, plain lines otherwise.
-    Auto,
-    /// Plain lines on stderr.
-    Lines,
-    /// Nothing (tests).
-    Silent,
-}
+pub use crate::util::progress::ProgressMode;
 
 /// What a finished run produced.
 #[derive(Debug)]
@@ -86,17 +83,33 @@ fn describe(point: &Params) -> String {
 }
 
 /// Runs `plan` into `run_dir`. With `resume`, rows already stored there are kept and their points
-/// skipped (a point counts as done when every variant has every repetition).
+/// skipped (a point counts as done when every variant has every repetition). Points run where
+/// they say ([`PerPoint`]: across MPI processes for `backend: mpi`, in this process otherwise).
 pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Result<RunSummary> {
+    run_with(plan, run_dir, resume, mode, &PerPoint::new(run_dir))
+}
+
+/// [`run`] with the runs made by `executor`.
+pub fn run_with(
+    plan: &Plan,
+    run_dir: &Path,
+    resume: bool,
+    mode: ProgressMode,
+    executor: &dyn Executor,
+) -> Result<RunSummary> {
     std::fs::create_dir_all(run_dir)
         .with_context(|| format!("creating run directory {}", run_dir.display()))?;
     let cfg = &plan.config;
     let mut rows: Vec<ResultRow> = Vec::new();
+    let mut traces: Vec<TraceRow> = Vec::new();
     if resume {
         if run_dir.join(results::RESULTS_PARQUET).exists() {
             rows = results::read_rows(run_dir)
                 .with_context(|| format!("reading stored results in {}", run_dir.display()))?;
             rows.retain(|r| r.experiment == cfg.name);
+            traces = results::read_traces(run_dir)
+                .with_context(|| format!("reading stored traces in {}", run_dir.display()))?;
+            traces.retain(|t| t.experiment == cfg.name);
         }
     } else if run_dir.join(results::RESULTS_PARQUET).exists() {
         bail!(
@@ -120,7 +133,7 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
     let reps = cfg.repetitions.max(1);
     let runs_per_point = order.len() * (cfg.warmup + reps);
     let total = (plan.points.len() * runs_per_point) as u64;
-    let bar = make_bar(mode, total, &cfg.name);
+    let bar = Progress::new(mode, total, "runs", &cfg.name);
     let mut resumed_points = 0;
 
     for (index, point) in plan.points.iter().enumerate() {
@@ -139,52 +152,35 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
         }
         // A partially recorded point is rerun whole, so its repetitions come from one session.
         rows.retain(|r| r.point != index);
+        traces.retain(|t| t.point != index);
         let label = describe(point);
-        bar.set_message(format!(
-            "point {}/{} {label}: preparing",
-            index + 1,
-            plan.points.len()
-        ));
-        // An MPI point's processes prepare their own input.
-        let mpi = crate::experiment::plan::is_mpi_point(point);
-        let typed = &plan.typed[index];
-        let input = if mpi {
-            None
-        } else {
-            Some(
-                plan.family
-                    .prepare(typed, plan.dataset.as_deref(), cfg.data.seed)
-                    .with_context(|| {
-                        format!("preparing the input of point {} ({label})", index + 1)
-                    })?,
-            )
-        };
-        let threads = crate::experiment::plan::threads_of(point);
-        let mut reference: Option<Vec<f64>> = None;
-        for variant in &order {
-            bar.set_message(format!(
-                "point {}/{} {label}: {variant}",
+        bar.message(|| {
+            format!(
+                "point {}/{} {label}: preparing",
                 index + 1,
                 plan.points.len()
-            ));
+            )
+        });
+        let mut open = executor
+            .open(plan, index)
+            .with_context(|| format!("point {} ({label})", index + 1))?;
+        let mut reference: Option<Vec<f64>> = None;
+        for variant in &order {
+            bar.message(|| {
+                format!(
+                    "point {}/{} {label}: {variant}",
+                    index + 1,
+                    plan.points.len()
+                )
+            });
             let context = || format!("running variant {variant} at point {} ({label})", index + 1);
-            // Under MPI one launch makes every run of the variant (warm-ups first).
-            let mut launched = match &input {
-                None => {
-                    crate::exec::launch::run_point(plan, run_dir, index, variant, cfg.warmup + reps)
-                        .with_context(context)?
-                }
-                Some(_) => Vec::new(),
-            }
-            .into_iter();
+            let mut runs = open
+                .runs(variant, cfg.warmup + reps)
+                .with_context(context)?;
             let mut run_once = || -> Result<Measurement> {
-                match &input {
-                    Some(input) => plan
-                        .family
-                        .run(variant, input, typed, threads)
-                        .with_context(context),
-                    None => launched.next().context("internal: too few launched runs"),
-                }
+                runs.next()
+                    .context("internal: the executor made too few runs")?
+                    .with_context(context)
             };
             for _ in 0..cfg.warmup {
                 run_once()?;
@@ -207,6 +203,16 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
                 if is_reference && repetition == 0 {
                     reference = Some(m.output.clone());
                 }
+                traces.extend(m.trace.into_iter().map(|t| TraceRow {
+                    experiment: cfg.name.clone(),
+                    point: index,
+                    params: point.clone(),
+                    variant: variant.clone(),
+                    repetition,
+                    step: t.step,
+                    time_s: t.time_s,
+                    metrics: t.metrics,
+                }));
                 rows.push(ResultRow {
                     experiment: cfg.name.clone(),
                     point: index,
@@ -219,7 +225,7 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
                     equiv_rel_error,
                 });
             }
-            if mode == ProgressMode::Lines || (mode == ProgressMode::Auto && bar.is_hidden()) {
+            if bar.lines() {
                 let times: Vec<f64> = rows
                     .iter()
                     .filter(|r| r.point == index && r.variant == *variant)
@@ -230,7 +236,7 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
                     cfg.name,
                     index + 1,
                     plan.points.len(),
-                    median(&times),
+                    median(&times).unwrap_or(f64::NAN),
                     times.len()
                 );
             }
@@ -238,9 +244,10 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
         rows.sort_by(|a, b| {
             (a.point, &a.variant, a.repetition).cmp(&(b.point, &b.variant, b.repetition))
         });
+        results::write_traces(run_dir, &traces)?;
         results::write_rows(run_dir, &rows)?;
     }
-    bar.finish_and_clear();
+    bar.finish();
 
     let figures = crate::analysis::plot::draw_run_figures(&cfg.figures, &rows, run_dir)?;
     let claims = claims::evaluate(cfg, &rows);
@@ -258,35 +265,6 @@ pub fn run(plan: &Plan, run_dir: &Path, resume: bool, mode: ProgressMode) -> Res
         summary_table(&plan.config.name, &summary.rows, &summary.claims).as_bytes(),
     )?;
     Ok(summary)
-}
-
-fn make_bar(mode: ProgressMode, total: u64, name: &str) -> ProgressBar {
-    if mode != ProgressMode::Auto || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template(
-        "{prefix:.bold} [{elapsed_precise}] {wide_bar} {pos}/{len} runs (eta {eta}) {msg}",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar());
-    bar.set_style(style);
-    bar.set_prefix(name.to_string());
-    bar
-}
-
-/// Median of a non-empty slice (NaN for an empty one).
-pub fn median(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
 
 /// The table printed at the end of a run: one line per point and variant (median time, spread,
@@ -326,12 +304,12 @@ pub fn summary_table(name: &str, rows: &[ResultRow], claims: &[ClaimOutcome]) ->
             "{:<48} {:<12} {:>12.6} {:>12} {:>10} {:>10}",
             truncate(&label, 48),
             variant,
-            median(&times),
+            median(&times).unwrap_or(f64::NAN),
             format!("{:.4}-{:.4}", lo, hi),
             if gf.is_empty() {
                 "-".to_string()
             } else {
-                format!("{:.2}", median(&gf))
+                format!("{:.2}", median(&gf).unwrap_or(f64::NAN))
             },
             err.map_or("-".to_string(), |e| format!("{e:.1e}")),
         );

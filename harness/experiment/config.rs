@@ -129,6 +129,9 @@ pub struct EquivalenceConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FigureConfig {
+    /// What the figure is drawn from: the results table (default) or the trace table.
+    #[serde(default)]
+    pub kind: FigureKind,
     /// File stem of the PNG and SVG.
     pub name: String,
     /// Title, naming the paper's figure ("Fig. 8: dense vs fused-par over threads").
@@ -161,6 +164,20 @@ pub struct FigureConfig {
 
 fn default_series() -> String {
     "variant".to_string()
+}
+
+/// The table a figure reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FigureKind {
+    /// `results.parquet`: one marker per (series, x) over the rows of the sweep.
+    #[default]
+    Results,
+    /// `traces.parquet`: one line per series through the progress steps of single runs (a
+    /// convergence curve); x is `step`, `time_s` or a trace `metric_<name>`, y `time_s` or a
+    /// trace `metric_<name>`, and each step's marker is the median over repetitions (and over
+    /// the points a series pools) with a min-max band. `speedup_over` does not apply.
+    Trace,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

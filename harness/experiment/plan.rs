@@ -11,6 +11,7 @@
 //! point is the fixed `params` plus one combination, with `threads` defaulting to 1. Cost:
 //! O(points x keys).
 
+use crate::analysis::claims::is_result_column;
 use crate::experiment::config::{
     self, ClaimConfig, ConfigError, DataSource, ExperimentConfig, Located, Position, Seg,
 };
@@ -234,15 +235,6 @@ pub fn expand(
         p.entry("threads".to_string()).or_insert(Value::Int(1));
     }
     points
-}
-
-/// Columns every result has, besides parameters, `phase_<name>_s` and `metric_<name>`.
-const FIXED_COLUMNS: &[&str] = &["wall_time_s", "equiv_rel_error"];
-
-fn is_result_column(name: &str) -> bool {
-    FIXED_COLUMNS.contains(&name)
-        || (name.starts_with("phase_") && name.ends_with("_s") && name.len() > "phase__s".len())
-        || (name.starts_with("metric_") && name.len() > "metric_".len())
 }
 
 /// The name in `names` closest to `word` by edit distance, when it is close enough to be a typo.
@@ -697,7 +689,9 @@ impl<'a> Validator<'a> {
                     Some("figure names are file names: make them unique".to_string()),
                 );
             }
-            if !(is_result_column(&fig.x) || Self::known_param(&fig.x, params)) {
+            if fig.kind == config::FigureKind::Trace {
+                self.check_trace_figure(fig, &path_of);
+            } else if !(is_result_column(&fig.x) || Self::known_param(&fig.x, params)) {
                 let at = self.at(&path_of("x"));
                 self.push(
                     at,
@@ -705,7 +699,7 @@ impl<'a> Validator<'a> {
                     Some(Self::column_help(params)),
                 );
             }
-            if !is_result_column(&fig.y) {
+            if fig.kind != config::FigureKind::Trace && !is_result_column(&fig.y) {
                 let at = self.at(&path_of("y"));
                 self.push(
                     at,
@@ -791,6 +785,45 @@ impl<'a> Validator<'a> {
                     _ => {}
                 }
             }
+        }
+    }
+
+    /// The columns of a `kind: trace` figure are those of the trace table: x `step`, `time_s`
+    /// or `metric_<name>`, y `time_s` or `metric_<name>`; and it has no speedup base.
+    fn check_trace_figure(
+        &mut self,
+        fig: &config::FigureConfig,
+        path_of: &dyn Fn(&'static str) -> Vec<Seg<'static>>,
+    ) {
+        let metric = |name: &str| name.starts_with("metric_") && name.len() > "metric_".len();
+        let help = "a trace figure reads traces.parquet: use `step`, `time_s` or `metric_<name>` \
+                    (what the family's progress reports carry)";
+        if !(fig.x == "step" || fig.x == "time_s" || metric(&fig.x)) {
+            let at = self.at(&path_of("x"));
+            self.push(
+                at,
+                format!("figure `{}`: unknown trace x `{}`", fig.name, fig.x),
+                Some(help.to_string()),
+            );
+        }
+        if !(fig.y == "time_s" || metric(&fig.y)) {
+            let at = self.at(&path_of("y"));
+            self.push(
+                at,
+                format!("figure `{}`: unknown trace y column `{}`", fig.name, fig.y),
+                Some(help.replace("`step`, ", "")),
+            );
+        }
+        if fig.speedup_over.is_some() {
+            let at = self.at(&path_of("speedup_over"));
+            self.push(
+                at,
+                format!("figure `{}`: a trace figure has no speedup_over", fig.name),
+                Some(
+                    "drop `speedup_over`, or draw the figure from the results (no `kind: trace`)"
+                        .to_string(),
+                ),
+            );
         }
     }
 

@@ -6,11 +6,12 @@
 //! and the time scales as `size^1` and `threads^-1`. Phases split the time 80/20 into
 //! `compute`/`setup`. The output of `slow` and `fast` is the same vector; `wrong` differs by 1e-3
 //! relative, so equivalence checks have something to catch. The "times" are reported, not
-//! measured; a run sleeps only when `delay_ms` asks (tests that interrupt a sweep). Cost:
-//! O(min(size, 16)) per run plus `delay_ms`.
+//! measured; a run sleeps only when `delay_ms` asks (tests that interrupt a sweep). Every run
+//! reports a scripted trace of [`MockFamily::TRACE_STEPS`] steps: step k at `k/4` of the wall
+//! time, with `metric_residual = size / 2^k`. Cost: O(min(size, 16)) per run plus `delay_ms`.
 
 use crate::families::params::{positive, PointIssue};
-use crate::family::{Measurement, PreparedInput, TypedFamily};
+use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
 use anyhow::{anyhow, bail};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -39,6 +40,8 @@ impl MockFamily {
     const OUTPUT_LEN: usize = 16;
     /// Relative error `wrong` injects into its output.
     pub const WRONG_REL_ERROR: f64 = 1e-3;
+    /// Progress steps of every run's scripted trace.
+    pub const TRACE_STEPS: usize = 4;
 
     /// Seconds per unit of `size` at one thread.
     pub fn factor(variant: &str) -> Option<f64> {
@@ -105,11 +108,22 @@ impl TypedFamily for MockFamily {
         let output = (0..size.min(Self::OUTPUT_LEN))
             .map(|i| (1.0 + i as f64) * scale)
             .collect();
+        let trace = (1..=Self::TRACE_STEPS)
+            .map(|k| TraceStep {
+                step: k,
+                time_s: wall_time_s * k as f64 / Self::TRACE_STEPS as f64,
+                metrics: BTreeMap::from([(
+                    "residual".to_string(),
+                    size as f64 / 2f64.powi(k as i32),
+                )]),
+            })
+            .collect();
         Ok(Measurement {
             wall_time_s,
             phases_s,
             metrics,
             output,
+            trace,
         })
     }
 }
@@ -141,6 +155,10 @@ mod tests {
         let phase_sum: f64 = slow.phases_s.values().sum();
         assert!((phase_sum - slow.wall_time_s).abs() < 1e-12);
         assert_eq!(slow.metrics["size"], 2000.0);
+        let last = slow.trace.last().unwrap();
+        assert_eq!(slow.trace.len(), MockFamily::TRACE_STEPS);
+        assert_eq!((last.step, last.time_s), (4, slow.wall_time_s));
+        assert_eq!(last.metrics["residual"], 2000.0 / 16.0);
     }
 
     #[test]

@@ -1,3 +1,7 @@
-//! Small pieces the rest of the harness shares.
+//! Small pieces the rest of the harness shares: one copy of each.
 
+pub mod column;
+pub mod csv;
 pub mod datadir;
+pub mod progress;
+pub mod stats;

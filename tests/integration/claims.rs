@@ -517,7 +517,10 @@ fn mock_family_through_claims() {
 
 #[test]
 fn medians_use_the_middle_value() {
-    assert_eq!(claims::median(&[5.0, 1.0, 1000.0]), Some(5.0));
+    assert_eq!(
+        parbench::util::stats::median(&[5.0, 1.0, 1000.0]),
+        Some(5.0)
+    );
 }
 
 /// Regression: Sinkhorn's `dense` reports `loop` and its parts (`loop_dense_product`, ...), so a

@@ -113,7 +113,7 @@ fn mtx_input_writes_an_output_that_reads_back_and_matches_the_serial_kernel() {
         let a = fusedmm::Dense::random(4, 3, 8);
         let b = fusedmm::Dense::random(4, 3, 9);
         let problem = fusedmm::Problem::new(s, a, b).unwrap();
-        let want = parbench::families::fusedmm::local_kernel(
+        let want = fusedmm::local::local_kernel(
             &problem,
             fusedmm::Kernel::from_name(kernel).unwrap(),
             fusedmm::Par::Seq,

@@ -40,6 +40,8 @@ const POINTS: usize = 6 * 4;
 const ROWS: usize = POINTS * 2 * 2;
 /// Seconds one point takes at least: 2 variants x (1 warm-up + 2 repetitions) x 15 ms.
 const POINT_S: f64 = 2.0 * 3.0 * 0.015;
+/// Trace steps of every mock run.
+const TRACE_STEPS: usize = parbench::families::mock::MockFamily::TRACE_STEPS;
 
 /// xorshift64*: the kill schedule is the same on every machine and every run.
 struct Rng(u64);
@@ -117,6 +119,16 @@ fn assert_complete(dir: &Path) -> usize {
                         n += 1;
                     }
                     assert!(n > 0 && n <= ROWS, "{what}: {n} rows");
+                }
+                "traces.parquet" => {
+                    let traces =
+                        results::read_traces(dir).unwrap_or_else(|e| panic!("torn {what}: {e:#}"));
+                    assert!(
+                        traces.len() <= ROWS * TRACE_STEPS,
+                        "{what}: {}",
+                        traces.len()
+                    );
+                    assert!(traces.iter().all(|t| t.experiment == "mock_kill"), "{what}");
                 }
                 "meta.json" => {
                     results::read_meta(dir).unwrap_or_else(|e| panic!("torn {what}: {e:#}"));
@@ -201,6 +213,22 @@ fn rows_without_times(dir: &Path) -> Vec<ResultRow> {
         (a.point, &a.variant, a.repetition).cmp(&(b.point, &b.variant, b.repetition))
     });
     rows
+}
+
+/// Every stored row has its whole trace (the trace table is written before the results, so a
+/// kill between the two leaves trace rows of a point the results lack, never the reverse).
+fn assert_traces_cover_rows(dir: &Path) {
+    if !dir.join(results::RESULTS_PARQUET).exists() {
+        return;
+    }
+    let traces = results::read_traces(dir).unwrap();
+    for r in results::read_rows(dir).unwrap() {
+        let steps = traces
+            .iter()
+            .filter(|t| (t.point, &t.variant, t.repetition) == (r.point, &r.variant, r.repetition))
+            .count();
+        assert_eq!(steps, TRACE_STEPS, "trace of {r:?}");
+    }
 }
 
 fn stored_rows_now(dir: &Path) -> usize {
@@ -298,6 +326,7 @@ fn a_sweep_killed_at_several_moments_resumes_to_the_uninterrupted_rows_with_no_t
         let checks = watcher.finish();
         assert!(checks > 0);
         let rows = assert_complete(&dir);
+        assert_traces_cover_rows(&dir);
         if !running {
             let mut err = String::new();
             std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
@@ -339,6 +368,11 @@ fn a_sweep_killed_at_several_moments_resumes_to_the_uninterrupted_rows_with_no_t
 
     // Same rows as the uninterrupted run, times aside; same columns; nothing left over.
     assert_eq!(rows_without_times(&dir), rows_without_times(&reference));
+    // The mock's traces are scripted: the resumed run's are exactly the uninterrupted run's.
+    assert_eq!(
+        results::read_traces(&dir).unwrap(),
+        results::read_traces(&reference).unwrap()
+    );
     let header = |d: &Path| {
         std::fs::read_to_string(d.join(results::RESULTS_CSV))
             .unwrap()

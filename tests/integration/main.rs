@@ -4,6 +4,7 @@
 mod claims;
 mod cli_snapshots;
 mod config_errors;
+mod executor;
 mod fusedmm_apps;
 mod fusedmm_cli;
 mod kill_resume;
@@ -12,7 +13,9 @@ mod pipeline;
 mod plan_errors;
 mod plot;
 mod results_io;
+mod sinkhorn_family;
 mod stored_runs;
 mod support;
+mod traces;
 mod w2v_cli;
 mod wmd_cli;

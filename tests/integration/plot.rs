@@ -42,6 +42,7 @@ fn scripted_rows() -> Vec<ResultRow> {
 
 fn figure(name: &str, y: &str) -> FigureConfig {
     FigureConfig {
+        kind: Default::default(),
         name: name.into(),
         title: format!("Fig. 8: {name} over threads"),
         x: "threads".into(),

@@ -40,13 +40,14 @@
 //! flops, one SDDMM and one SpMM of `2 r nnz` flops each. With a distributed backend every call
 //! also starts `ranks` threads and moves the words the cost model states.
 
-use crate::families::fusedmm::{grid_issues, parse_variant, replication_for, VARIANTS};
+use crate::families::fusedmm::grid_issues;
 use crate::families::params::{positive, Choice, PointIssue};
 use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, Context, Result};
 use fusedmm::apps::als::{self, AlsConfig};
 use fusedmm::apps::gat::{self, GatLayer, HeadCombine};
 use fusedmm::apps::{KernelExecution, KernelTimes};
+use fusedmm::distributed::replication_for;
 use fusedmm::generate::{erdos_renyi, permute, random_permutation, rmat, RmatSpec};
 use fusedmm::{flops, Csr, Dense, Kernel, Par};
 use std::collections::BTreeMap;
@@ -61,10 +62,9 @@ pub const SERIAL: &str = "serial";
 pub fn variants() -> Vec<&'static str> {
     std::iter::once(SERIAL)
         .chain(
-            VARIANTS
-                .iter()
-                .copied()
-                .filter(|v| parse_variant(v).is_some()),
+            fusedmm::variant_names()
+                .into_iter()
+                .filter(|v| fusedmm::distributed_variant(v).is_some()),
         )
         .collect()
 }
@@ -295,16 +295,14 @@ impl TypedFamily for FusedmmAppsFamily {
         }
         let distributed: Vec<_> = variants
             .iter()
-            .filter_map(|v| parse_variant(v).map(|(alg, _)| alg))
+            .filter_map(|v| fusedmm::distributed_variant(v).map(|(alg, _)| alg))
             .collect();
         if distributed.is_empty() {
             return issues;
         }
         positive(&mut issues, "ranks", point.ranks);
         // Whether a variant uses `replication` (all but 1d).
-        let replicated = distributed
-            .iter()
-            .any(|alg| replication_for(&**alg, 0) == 0);
+        let replicated = distributed.iter().any(|&alg| replication_for(alg, 0) == 0);
         if replicated {
             positive(&mut issues, "replication", point.replication);
         }
@@ -342,7 +340,7 @@ impl TypedFamily for FusedmmAppsFamily {
             None
         } else {
             Some(
-                parse_variant(variant)
+                fusedmm::distributed_variant(variant)
                     .ok_or_else(|| anyhow!("unknown fusedmm-apps variant {variant}"))?,
             )
         };
@@ -350,9 +348,9 @@ impl TypedFamily for FusedmmAppsFamily {
             None => KernelExecution::Serial(par),
             Some((alg, strategy)) => {
                 let p = point.ranks;
-                let c = replication_for(&**alg, point.replication);
+                let c = replication_for(*alg, point.replication);
                 KernelExecution::Distributed {
-                    algorithm: &**alg,
+                    algorithm: *alg,
                     strategy: *strategy,
                     p,
                     c,
@@ -415,6 +413,7 @@ impl TypedFamily for FusedmmAppsFamily {
                     phases_s: phases,
                     metrics,
                     output,
+                    trace: Vec::new(),
                 })
             }
             AppInput::Gat {
@@ -447,6 +446,7 @@ impl TypedFamily for FusedmmAppsFamily {
                     phases_s: phases,
                     metrics,
                     output: out.out.data().to_vec(),
+                    trace: Vec::new(),
                 })
             }
         }

@@ -10,6 +10,7 @@
 use crate::exec::ranks::Ranks;
 use crate::families::fusedmm::{self as family, CommSummary, FusedmmPoint};
 use crate::families::params::Named;
+use crate::util::datadir;
 use anyhow::{bail, Context, Result};
 use fusedmm::{Dense, FusedMmError, Kernel, KernelOutput, Par, Problem, Strategy};
 use std::fs::File;
@@ -142,16 +143,6 @@ fn parse_er(s: &str) -> std::result::Result<(usize, usize), String> {
     Ok((rows, per_row))
 }
 
-fn resolve_input(path: &Path, data_dir: Option<&Path>) -> PathBuf {
-    if path.exists() || path.components().count() > 1 {
-        return path.to_path_buf();
-    }
-    match data_dir {
-        Some(d) if d.join(path).exists() => d.join(path),
-        _ => path.to_path_buf(),
-    }
-}
-
 fn read_dense(path: &Path, what: &str, rows: usize) -> Result<Dense> {
     let file = File::open(path).with_context(|| format!("opening {what} {}", path.display()))?;
     let d = fusedmm::mtx::read_dense(BufReader::new(file))
@@ -184,12 +175,12 @@ fn run_on(backend: &Ranks, args: &FusedmmArgs, data_dir: Option<&Path>) -> Resul
     // Grid and strategy first: they need no input, and a wrong choice should not wait for a
     // large file to be parsed.
     alg.check_grid(p, c).map_err(grid_help)?;
-    fusedmm::distributed::check_strategy(&*alg, kernel, strategy)?;
+    fusedmm::distributed::check_strategy(alg, kernel, strategy)?;
 
     let t = Instant::now();
     let s = match (&args.matrix, args.er) {
         (Some(path), _) => {
-            let path = resolve_input(path, data_dir);
+            let path = datadir::locate_input(path, data_dir);
             let file = File::open(&path)
                 .with_context(|| format!("opening the matrix {}", path.display()))?;
             fusedmm::mtx::read_sparse(BufReader::new(file))
@@ -246,7 +237,7 @@ fn run_on(backend: &Ranks, args: &FusedmmArgs, data_dir: Option<&Path>) -> Resul
     };
     let run = crate::families::fusedmm::run_on_backend(
         backend,
-        &*alg,
+        alg,
         &problem,
         kernel,
         strategy,
@@ -259,7 +250,7 @@ fn run_on(backend: &Ranks, args: &FusedmmArgs, data_dir: Option<&Path>) -> Resul
     let Some(run) = run else {
         return Ok(());
     };
-    let summary = family::summarize(&*alg, strategy, kernel, &problem, p, c, &run);
+    let summary = family::summarize(alg, strategy, kernel, &problem, p, c, &run);
     let output = match &perms {
         Some((pr, pc)) => unpermute(run.output, kernel, pr, pc)?,
         None => run.output,

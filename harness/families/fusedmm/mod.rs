@@ -3,13 +3,15 @@
 //! in-process ranks (one thread each), with the exact words and messages every rank sent, per
 //! phase, next to the cost model's prediction.
 //!
-//! Variants are `algorithm/strategy` (`1.5d-dense-shift/reuse`), `1d` (the paper's baseline,
+//! Variants are the crate's ([`fusedmm::variant_names`], derived from its registry of
+//! algorithms): `algorithm/strategy` (`1.5d-dense-shift/reuse`), `1d` (the paper's baseline,
 //! which has one strategy), `local` (the serial kernel on the whole matrix: the equivalence
 //! reference, communicating nothing; for FusedMMA/B the fused local kernel, which never stores
 //! `R`) and `local-unfused` (the same, but FusedMMA/B as two calls: SDDMM storing `R`, then
 //! SpMMA/SpMMB reading it; the other kernels are the same as `local`). The local variants time
-//! only the kernels: the transpose the B-side kernels run on is built before the clock starts,
-//! as the applications and the distributed algorithms build it once and keep it.
+//! only the kernels ([`fusedmm::local`]): the transpose the B-side kernels run on is built before
+//! the clock starts, as the applications and the distributed algorithms build it once and keep
+//! it. The cost model is each algorithm's own ([`fusedmm::DistAlgorithm::cost`]).
 //!
 //! A point with `replication: 0` tries every replication factor the algorithm's grid allows for
 //! `ranks` and keeps the one whose busiest rank sent the fewest words (the paper's "best c",
@@ -34,52 +36,18 @@ use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use fusedmm::comm::{CommStats, Phase};
 use fusedmm::cost_model::{self, Cost, Shape};
-use fusedmm::generate::{erdos_renyi, permute, random_permutation, rmat, RmatSpec};
-use fusedmm::kernels::whole;
+use fusedmm::distributed::{replication_for, valid_replications};
+use fusedmm::generate::{
+    circulant, circulant_period, erdos_renyi, permute, random_permutation, rmat, RmatSpec,
+};
 use fusedmm::{
-    flops, run_in_process, Csr, Dense, DistAlgorithm, DistRun, Kernel, KernelOutput, Par, Problem,
-    Strategy,
+    flops, local, run_in_process, Csr, Dense, DistAlgorithm, DistRun, Kernel, Par, Problem,
+    Strategy, Variant,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
 
 pub struct FusedmmFamily;
-
-/// The serial-kernel variant (equivalence reference), fused kernels for FusedMMA/B.
-pub const LOCAL: &str = "local";
-/// The serial kernels with FusedMMA/B run as SDDMM then SpMM, storing `R`.
-pub const LOCAL_UNFUSED: &str = "local-unfused";
-
-/// Every variant: `local` and `local-unfused`, then each algorithm with each strategy it offers
-/// for fused kernels (`1d` alone has only one, so it keeps its bare name). A test checks this
-/// list against the crate's algorithms and strategies.
-pub const VARIANTS: [&str; 11] = [
-    LOCAL,
-    LOCAL_UNFUSED,
-    "1d",
-    "1.5d-dense-shift/none",
-    "1.5d-dense-shift/reuse",
-    "1.5d-dense-shift/fusion",
-    "1.5d-sparse-shift/none",
-    "1.5d-sparse-shift/reuse",
-    "2.5d-dense-replicate/none",
-    "2.5d-dense-replicate/reuse",
-    "2.5d-sparse-replicate/none",
-];
-
-/// The algorithm and strategy of a distributed variant name (`None` for `local` or an unknown
-/// name).
-pub fn parse_variant(variant: &str) -> Option<(Box<dyn DistAlgorithm>, Strategy)> {
-    let (alg, strategy) = match variant.split_once('/') {
-        Some((a, s)) => (a, Strategy::from_name(s)?),
-        None => (variant, Strategy::NoElision),
-    };
-    let alg = fusedmm::algorithm(alg)?;
-    alg.strategies()
-        .contains(&strategy)
-        .then_some((alg, strategy))
-}
 
 impl Named for Kernel {
     const WHAT: &'static str = "kernel";
@@ -192,19 +160,10 @@ impl FusedmmPoint {
     }
 }
 
-/// The replication factor `alg` runs with: `replication`, except for the 1D baseline, which
-/// has none and so runs beside the others at every c (0: try every valid c).
-pub fn replication_for(alg: &dyn DistAlgorithm, replication: usize) -> usize {
-    if alg.name() == "1d" {
-        1
-    } else {
-        replication
-    }
-}
-
 /// The local variants among `variants` run no grid; for each algorithm of a distributed one,
-/// whether `p` ranks at replication `c` (1 for `1d`; 0 = every valid c is tried, so one must
-/// exist) form its grid, as the algorithm itself checks it ([`DistAlgorithm::check_grid`]).
+/// whether `p` ranks at replication `c` (1 for an algorithm that does not replicate, see
+/// [`replication_for`]; 0 = every valid c is tried, so one must exist) form its grid, as the
+/// algorithm itself checks it ([`DistAlgorithm::check_grid`]).
 /// One issue per algorithm that cannot run, naming its variants; `best_c`: whether the family
 /// takes `replication: 0` (the help then offers it).
 pub fn grid_issues(
@@ -214,9 +173,9 @@ pub fn grid_issues(
     best_c: bool,
 ) -> Vec<PointIssue> {
     // Algorithms in the order the variants name them, each with its variants.
-    let mut algs: Vec<(Box<dyn DistAlgorithm>, Vec<&str>)> = Vec::new();
+    let mut algs: Vec<(&dyn DistAlgorithm, Vec<&str>)> = Vec::new();
     for v in variants {
-        let Some((alg, _)) = parse_variant(v) else {
+        let Some((alg, _)) = fusedmm::distributed_variant(v) else {
             continue;
         };
         match algs.iter_mut().find(|(a, _)| a.name() == alg.name()) {
@@ -226,7 +185,7 @@ pub fn grid_issues(
     }
     let mut issues = Vec::new();
     for (alg, names) in algs {
-        let c = replication_for(&*alg, replication);
+        let c = replication_for(alg, replication);
         let which = format!(
             "variant{} {}",
             if names.len() > 1 { "s" } else { "" },
@@ -273,34 +232,6 @@ pub fn grid_issues(
     issues
 }
 
-/// The period of the circulant pattern with `per_row` nonzeros in each of `cols` columns
-/// (`cols / per_row`), or why there is none.
-pub fn circulant_period(cols: usize, per_row: usize) -> std::result::Result<usize, String> {
-    if per_row == 0 || !cols.is_multiple_of(per_row) {
-        return Err(format!(
-            "the circulant generator needs nnz_per_row to divide cols ({per_row} does not divide {cols})"
-        ));
-    }
-    Ok(cols / per_row)
-}
-
-/// A circulant pattern: entry `(i, j)` present iff `(i + j) % period == 0` with
-/// `period = cols / per_row`, values uniform in `(0, 1]` from the seed. Any block whose columns
-/// are a contiguous range of a multiple of `period` columns holds exactly `per_row / period`
-/// nonzeros a row per period, so nonzero-moving algorithms send the model's average exactly.
-pub fn circulant(rows: usize, cols: usize, per_row: usize, seed: u64) -> Result<Csr> {
-    let period = circulant_period(cols, per_row).map_err(|e| anyhow!(e))?;
-    let mut rng = parbench_common::Rng::new(seed);
-    let mut triplets = Vec::with_capacity(rows * per_row);
-    for i in 0..rows {
-        let first = (period - i % period) % period;
-        for j in (first..cols).step_by(period) {
-            triplets.push((i, j, 1.0 - rng.next_f64()));
-        }
-    }
-    Ok(Csr::from_triplets(rows, cols, &triplets)?)
-}
-
 /// The sparse matrix of a point: generated (`generator`) or read from `dataset`, then permuted
 /// unless `permute: false`.
 pub fn sparse_input(point: &FusedmmPoint, dataset: Option<&Path>, seed: u64) -> Result<Csr> {
@@ -345,98 +276,6 @@ pub fn problem_of(point: &FusedmmPoint, dataset: Option<&Path>, seed: u64) -> Re
     let a = Dense::random(s.nrows(), r, seed.wrapping_add(1));
     let b = Dense::random(s.ncols(), r, seed.wrapping_add(2));
     Ok(Problem::new(s, a, b)?)
-}
-
-/// The serial kernel on the whole problem, timed without the transpose (`fused: false` runs
-/// FusedMMA/B as SDDMM then SpMM, storing `R`): the output and the seconds in the kernels.
-///
-/// A-side kernels run on `S`; B-side kernels on `S^T`, built first and not timed, using
-/// `SpMMB(R, A) = SpMMA(R^T, A)` and `R^T = S^T .* (B A^T)` (an SDDMM on the transpose with
-/// the dense inputs swapped), so fused and unfused read the same matrix. An SDDMM output is
-/// returned in the order of `S`.
-pub fn timed_local_kernel(
-    problem: &Problem,
-    kernel: Kernel,
-    fused: bool,
-    par: Par,
-) -> Result<(KernelOutput, f64)> {
-    use fusedmm::kernels;
-    let (s, a, b) = (problem.s(), problem.a(), problem.b());
-    let r = problem.r();
-    let st = matches!(kernel, Kernel::SpmmB | Kernel::FusedMmB).then(|| s.transpose());
-    let start = Instant::now();
-    let out = match (kernel, &st) {
-        (Kernel::Sddmm, _) => {
-            let mut values = vec![0.0; s.nnz()];
-            kernels::sddmm(s.into(), a, b, &mut values, par);
-            let seconds = start.elapsed().as_secs_f64();
-            return Ok((
-                KernelOutput::Sparse(whole::with_values(s, values)?),
-                seconds,
-            ));
-        }
-        (Kernel::SpmmA, _) => {
-            let mut out = Dense::zeros(s.nrows(), r);
-            kernels::spmm_a(s.into(), b, &mut out, par);
-            out
-        }
-        (Kernel::FusedMmA, _) if fused => {
-            let mut out = Dense::zeros(s.nrows(), r);
-            kernels::fusedmm_a(s.into(), a, b, &mut out, par);
-            out
-        }
-        (Kernel::FusedMmA, _) => {
-            let mut values = vec![0.0; s.nnz()];
-            kernels::sddmm(s.into(), a, b, &mut values, par);
-            let mut out = Dense::zeros(s.nrows(), r);
-            let rr: fusedmm::CsrRef = s.into();
-            kernels::spmm_a(rr.with_values(&values), b, &mut out, par);
-            out
-        }
-        (Kernel::SpmmB, Some(st)) => {
-            let mut out = Dense::zeros(s.ncols(), r);
-            kernels::spmm_b(st.into(), a, &mut out, par);
-            out
-        }
-        (Kernel::FusedMmB, Some(st)) if fused => {
-            let mut out = Dense::zeros(s.ncols(), r);
-            kernels::fusedmm_b(st.into(), a, b, &mut out, par);
-            out
-        }
-        (Kernel::FusedMmB, Some(st)) => {
-            let mut values = vec![0.0; st.nnz()];
-            kernels::sddmm(st.into(), b, a, &mut values, par);
-            let mut out = Dense::zeros(s.ncols(), r);
-            let rt: fusedmm::CsrRef = st.into();
-            kernels::spmm_b(rt.with_values(&values), a, &mut out, par);
-            out
-        }
-        (Kernel::SpmmB | Kernel::FusedMmB, None) => {
-            bail!("internal: no transpose for a B-side kernel")
-        }
-    };
-    Ok((KernelOutput::Dense(out), start.elapsed().as_secs_f64()))
-}
-
-/// The serial kernel on the whole problem.
-pub fn local_kernel(problem: &Problem, kernel: Kernel, par: Par) -> Result<KernelOutput> {
-    let (s, a, b) = (problem.s(), problem.a(), problem.b());
-    Ok(match kernel {
-        Kernel::Sddmm => KernelOutput::Sparse(whole::sddmm(s, a, b, par)?),
-        Kernel::SpmmA => KernelOutput::Dense(whole::spmm_a(s, b, par)),
-        Kernel::SpmmB => KernelOutput::Dense(whole::spmm_b(s, a, par)),
-        Kernel::FusedMmA => KernelOutput::Dense(whole::fusedmm_a(s, a, b, par)),
-        Kernel::FusedMmB => KernelOutput::Dense(whole::fusedmm_b(s, a, b, par)),
-    })
-}
-
-/// A kernel output as one vector: the values of a sparse output in CSR order (the pattern of
-/// `S`), a dense output row by row.
-pub fn flatten(output: &KernelOutput) -> Vec<f64> {
-    match output {
-        KernelOutput::Sparse(s) => s.values().to_vec(),
-        KernelOutput::Dense(d) => d.data().to_vec(),
-    }
 }
 
 /// Words or messages sent by every rank in one phase (or all phases with `None`).
@@ -527,7 +366,7 @@ pub fn summarize(
         p,
         c,
     };
-    let model: Option<Cost> = cost_model::predict(alg.name(), kernel, strategy, shape);
+    let model: Option<Cost> = cost_model::predict(alg, kernel, strategy, shape);
     let mut phases = BTreeMap::new();
     let mut exact = model.is_some();
     for phase in Phase::ALL {
@@ -590,7 +429,7 @@ pub fn summarize(
         phases,
         words_sent_per_rank: words,
         messages_sent_per_rank: msgs,
-        best_c_model: cost_model::best_c(alg.name(), kernel, strategy, shape),
+        best_c_model: cost_model::best_c(alg, kernel, strategy, shape),
         model_exact: exact,
         wall_s: run.wall_seconds,
         compute_s_max,
@@ -606,20 +445,6 @@ fn gflops(kernel: Kernel, problem: &Problem, seconds: f64) -> f64 {
     }
 }
 
-/// The replication factors the algorithm accepts on `p` ranks (for `kernel` and `strategy`).
-pub fn valid_replications(
-    alg: &dyn DistAlgorithm,
-    kernel: Kernel,
-    strategy: Strategy,
-    p: usize,
-) -> Vec<usize> {
-    fusedmm::distributed::divisors(p)
-        .into_iter()
-        .filter(|&c| alg.check_grid(p, c).is_ok())
-        .filter(|_| fusedmm::distributed::check_strategy(alg, kernel, strategy).is_ok())
-        .collect()
-}
-
 /// `phi = nnz / (n r)`, the paper's ratio of sparse to dense volume.
 pub fn phi(problem: &Problem) -> f64 {
     problem.nnz() as f64 / (problem.n() as f64 * problem.r() as f64)
@@ -630,7 +455,7 @@ impl TypedFamily for FusedmmFamily {
     const NAME: &'static str = "fusedmm";
 
     fn variants(&self) -> Vec<&'static str> {
-        VARIANTS.to_vec()
+        fusedmm::variant_names()
     }
 
     fn datasets(&self) -> Vec<(&'static str, &'static str)> {
@@ -779,52 +604,58 @@ impl FusedmmFamily {
             "flops".to_string(),
             flops(kernel, problem.nnz(), problem.r()),
         );
-        if variant == LOCAL || variant == LOCAL_UNFUSED {
-            // One process's kernel: under MPI rank 0 runs it and the others wait.
-            if !backend.is_root() {
-                return Ok(None);
+        let (alg, strategy) = match fusedmm::variant(variant) {
+            Some(Variant::Local { fused }) => {
+                // One process's kernel: under MPI rank 0 runs it and the others wait.
+                if !backend.is_root() {
+                    return Ok(None);
+                }
+                let (out, wall) = local::timed_local_kernel(problem, kernel, fused, par)?;
+                metrics.insert("gflop_per_s".to_string(), gflops(kernel, problem, wall));
+                // Nothing sent and nothing predicted: every agreement metric (`*_over_model`,
+                // `model_exact`) is identically 1 here, which makes `local` the denominator of the
+                // "measured equals model" ratio claims (the claim kinds compare variants, not a
+                // column with a constant).
+                for key in [
+                    "words_max",
+                    "words_mean",
+                    "messages_max",
+                    "messages_mean",
+                    "model_words",
+                    "model_messages",
+                    "model_error_words",
+                    "model_error_messages",
+                ] {
+                    metrics.insert(key.to_string(), 0.0);
+                }
+                metrics.insert("words_over_model".to_string(), 1.0);
+                metrics.insert("messages_over_model".to_string(), 1.0);
+                metrics.insert("model_exact".to_string(), 1.0);
+                metrics.insert("best_c_observed_over_model".to_string(), 1.0);
+                return Ok(Some(Measurement {
+                    wall_time_s: wall,
+                    phases_s: BTreeMap::from([("compute".to_string(), wall)]),
+                    metrics,
+                    output: out.flatten(),
+                    trace: Vec::new(),
+                }));
             }
-            let (out, wall) = timed_local_kernel(problem, kernel, variant == LOCAL, par)?;
-            metrics.insert("gflop_per_s".to_string(), gflops(kernel, problem, wall));
-            // Nothing sent and nothing predicted: every agreement metric (`*_over_model`,
-            // `model_exact`) is identically 1 here, which makes `local` the denominator of the
-            // "measured equals model" ratio claims (the claim kinds compare variants, not a
-            // column with a constant).
-            for key in [
-                "words_max",
-                "words_mean",
-                "messages_max",
-                "messages_mean",
-                "model_words",
-                "model_messages",
-                "model_error_words",
-                "model_error_messages",
-            ] {
-                metrics.insert(key.to_string(), 0.0);
-            }
-            metrics.insert("words_over_model".to_string(), 1.0);
-            metrics.insert("messages_over_model".to_string(), 1.0);
-            metrics.insert("model_exact".to_string(), 1.0);
-            metrics.insert("best_c_observed_over_model".to_string(), 1.0);
-            return Ok(Some(Measurement {
-                wall_time_s: wall,
-                phases_s: BTreeMap::from([("compute".to_string(), wall)]),
-                metrics,
-                output: flatten(&out),
-            }));
-        }
-        let (alg, strategy) =
-            parse_variant(variant).ok_or_else(|| anyhow!("unknown fusedmm variant {variant}"))?;
+            Some(Variant::Distributed {
+                algorithm,
+                strategy,
+            }) => (algorithm, strategy),
+            None => bail!("unknown fusedmm variant {variant}"),
+        };
         let p = point.ranks;
-        let c = replication_for(&*alg, point.replication);
+        let c = replication_for(alg, point.replication);
         let (c, run, best_observed) = if c == 0 {
-            let candidates = valid_replications(&*alg, kernel, strategy, p);
+            let candidates = valid_replications(alg, kernel, strategy, p);
             if candidates.is_empty() {
                 bail!("{variant} has no valid replication factor for {p} ranks");
             }
             let mut best: Option<(usize, DistRun)> = None;
             for c in candidates {
-                let run = run_on_backend(backend, &*alg, problem, kernel, strategy, p, c, par)?;
+                let run = run_on_backend(backend, alg, problem, kernel, strategy, p, c, par)?;
                 // MPI ranks other than 0 take part in every run and keep nothing.
                 let Some(run) = run else { continue };
                 let words = run.max_over_ranks(|s| s.total().words_sent);
@@ -840,13 +671,13 @@ impl FusedmmFamily {
             };
             (c, run, true)
         } else {
-            let Some(run) = run_on_backend(backend, &*alg, problem, kernel, strategy, p, c, par)?
+            let Some(run) = run_on_backend(backend, alg, problem, kernel, strategy, p, c, par)?
             else {
                 return Ok(None);
             };
             (c, run, false)
         };
-        let summary = summarize(&*alg, strategy, kernel, problem, p, c, &run);
+        let summary = summarize(alg, strategy, kernel, problem, p, c, &run);
         for (phase, s) in &summary.phases {
             let suffix = if phase == "total" {
                 String::new()
@@ -915,7 +746,8 @@ impl FusedmmFamily {
             wall_time_s: run.wall_seconds,
             phases_s,
             metrics,
-            output: flatten(&run.output),
+            output: run.output.flatten(),
+            trace: Vec::new(),
         }))
     }
 }
@@ -923,61 +755,7 @@ impl FusedmmFamily {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn variant_list_covers_every_algorithm_and_strategy() {
-        let mut expected = vec![LOCAL.to_string(), LOCAL_UNFUSED.to_string()];
-        for alg in fusedmm::algorithms() {
-            if alg.strategies() == [Strategy::NoElision] && alg.name() == "1d" {
-                expected.push(alg.name().to_string());
-            } else {
-                for s in alg.strategies() {
-                    expected.push(format!("{}/{}", alg.name(), s.name()));
-                }
-            }
-        }
-        assert_eq!(expected, VARIANTS.to_vec());
-        for v in &VARIANTS[2..] {
-            assert!(parse_variant(v).is_some(), "{v}");
-        }
-        assert!(parse_variant(LOCAL_UNFUSED).is_none());
-        assert!(parse_variant("1.5d-sparse-shift/fusion").is_none());
-        assert!(parse_variant("nope").is_none());
-    }
-
-    #[test]
-    fn fused_and_unfused_local_kernels_agree_with_the_whole_matrix_kernels() {
-        let s = erdos_renyi(37, 29, 5, 3, Par::Seq).unwrap();
-        let problem = Problem::new(s, Dense::random(37, 7, 4), Dense::random(29, 7, 5)).unwrap();
-        for kernel in Kernel::ALL {
-            let want = flatten(&local_kernel(&problem, kernel, Par::Seq).unwrap());
-            let scale = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-            assert!(scale > 0.0, "{kernel:?}");
-            for fused in [true, false] {
-                for par in [Par::Seq, Par::threads(3)] {
-                    let (out, seconds) = timed_local_kernel(&problem, kernel, fused, par).unwrap();
-                    assert!(seconds >= 0.0);
-                    let got = flatten(&out);
-                    assert_eq!(got.len(), want.len(), "{kernel:?}");
-                    for (g, w) in got.iter().zip(&want) {
-                        assert!((g - w).abs() <= 1e-12 * scale, "{kernel:?} fused={fused}");
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn circulant_pattern_has_fixed_nonzeros_per_row_and_column() {
-        let s = circulant(12, 12, 3, 7).unwrap();
-        assert_eq!(s.nnz(), 36);
-        for i in 0..12 {
-            let (cols, _) = s.row(i);
-            assert_eq!(cols.len(), 3);
-            assert!(cols.iter().all(|&j| (i + j as usize).is_multiple_of(4)));
-        }
-        assert!(circulant(12, 12, 5, 7).is_err());
-    }
+    use fusedmm::local::LOCAL;
 
     use crate::families::params::PointParams;
     use crate::family::Value;
@@ -1057,7 +835,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(d.cols(), 99);
-        assert!(check(&FusedmmPoint::default(), &VARIANTS).is_empty());
+        assert!(check(&FusedmmPoint::default(), &fusedmm::variant_names()).is_empty());
     }
 
     #[test]
@@ -1097,14 +875,14 @@ mod tests {
             replication: 2,
             ..point.clone()
         };
-        assert!(check(&two, &VARIANTS).is_empty());
+        assert!(check(&two, &fusedmm::variant_names()).is_empty());
         // Best c needs one valid c; 1d always runs at c = 1; local variants have no grid.
         assert!(check(
             &FusedmmPoint {
                 replication: 0,
                 ..point.clone()
             },
-            &VARIANTS
+            &fusedmm::variant_names()
         )
         .is_empty());
         assert!(check(
@@ -1148,7 +926,7 @@ mod tests {
                 ranks: 0,
                 ..Default::default()
             },
-            &VARIANTS,
+            &fusedmm::variant_names(),
         );
         assert_eq!(issues.len(), 1, "{issues:?}");
         assert_eq!(issues[0].keys, ["ranks"]);

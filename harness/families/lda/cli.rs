@@ -10,11 +10,12 @@
 
 use crate::exec::ranks::Ranks;
 use crate::families::params::Named;
+use crate::util::progress::{Progress, ProgressMode};
+use crate::util::{csv, datadir};
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaOutput, LdaParams, TextOptions};
 use serde_json::{json, Value as Json};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -145,22 +146,14 @@ pub fn run(cmd: &LdaCommand, data_dir: Option<&Path>) -> Result<()> {
     }
 }
 
-/// `path` itself when it exists, else the same name in the data dir when it is there.
-fn locate_input(path: &Path, data_dir: Option<&Path>) -> PathBuf {
-    if path.exists() || path.is_absolute() {
-        return path.to_path_buf();
-    }
-    match data_dir.map(|d| d.join(path)) {
-        Some(candidate) if candidate.is_file() => candidate,
-        _ => path.to_path_buf(),
-    }
-}
-
 /// Reads the corpus named by the arguments; returns it with a description for the output.
 fn read_corpus(args: &TrainArgs, data_dir: Option<&Path>) -> Result<(Corpus, String)> {
     if let Some(docword) = &args.uci {
-        let docword = locate_input(docword, data_dir);
-        let vocab = args.vocab.as_ref().map(|v| locate_input(v, data_dir));
+        let docword = datadir::locate_input(docword, data_dir);
+        let vocab = args
+            .vocab
+            .as_ref()
+            .map(|v| datadir::locate_input(v, data_dir));
         let corpus = Corpus::read_uci(&docword, vocab.as_deref())
             .with_context(|| format!("reading the UCI corpus {}", docword.display()))?;
         return Ok((corpus, docword.display().to_string()));
@@ -168,7 +161,7 @@ fn read_corpus(args: &TrainArgs, data_dir: Option<&Path>) -> Result<(Corpus, Str
     let Some(text) = &args.text else {
         bail!("give the corpus with --uci DOCWORD or --text FILE");
     };
-    let text = locate_input(text, data_dir);
+    let text = datadir::locate_input(text, data_dir);
     let options = TextOptions {
         min_count: args.min_count,
         max_docs: args.max_docs,
@@ -297,7 +290,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
     );
 
     let out = {
-        let mut display = Progress::new(params.iterations as u64, corpus.num_tokens());
+        let mut display = IterationDisplay::new(params.iterations as u64, corpus.num_tokens());
         let mut report = |r: &lda::IterationReport| {
             display.update(r);
             Control::Continue
@@ -348,59 +341,41 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
     Ok(())
 }
 
-/// The iteration display: an indicatif bar on a terminal, a plain line per log-likelihood
-/// evaluation otherwise (logs and CI keep them).
-struct Progress {
-    bar: Option<ProgressBar>,
+/// The iteration display: a bar on a terminal, a plain line per log-likelihood evaluation
+/// otherwise (logs and CI keep them).
+struct IterationDisplay {
+    progress: Progress,
     tokens: f64,
 }
 
-impl Progress {
-    fn new(iterations: u64, tokens: usize) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new(iterations);
-            let style = ProgressStyle::with_template(
-                "[{elapsed_precise}] {wide_bar} iteration {pos}/{len} (eta {eta}) {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-            bar.set_style(style);
-            bar
-        });
-        Progress {
-            bar,
+impl IterationDisplay {
+    fn new(iterations: u64, tokens: usize) -> IterationDisplay {
+        IterationDisplay {
+            progress: Progress::new(ProgressMode::Auto, iterations, "iterations", ""),
             tokens: tokens as f64,
         }
     }
 
     fn update(&mut self, r: &lda::IterationReport) {
-        let loglik = r.loglik.map(|ll| {
+        self.progress.set_position(r.iteration as u64);
+        let Some(ll) = r.loglik else {
+            return;
+        };
+        let text = format!(
+            "log-likelihood {ll:.6e} ({:.4} per token)",
+            ll / self.tokens.max(1.0)
+        );
+        self.progress.line(|| {
             format!(
-                "log-likelihood {ll:.6e} ({:.4} per token)",
-                ll / self.tokens.max(1.0)
+                "iteration {}/{}: {text}, {:.2} s",
+                r.iteration, r.iterations, r.elapsed_seconds
             )
         });
-        match &self.bar {
-            Some(bar) => {
-                bar.set_position(r.iteration as u64);
-                if let Some(text) = loglik {
-                    bar.set_message(text);
-                }
-            }
-            None => {
-                if let Some(text) = loglik {
-                    eprintln!(
-                        "iteration {}/{}: {text}, {:.2} s",
-                        r.iteration, r.iterations, r.elapsed_seconds
-                    );
-                }
-            }
-        }
+        self.progress.message(|| text);
     }
 
     fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
+        self.progress.finish();
     }
 }
 
@@ -549,7 +524,7 @@ fn write_outputs(
     crate::results::write_atomic_with(&path, |w| {
         writeln!(w, "{}", header("word_id,word"))?;
         for (word, row) in out.state.word_topic().chunks(k).enumerate() {
-            write!(w, "{word},{}", csv_field(&corpus.word_name(word as u32)))?;
+            write!(w, "{word},{}", csv::field(&corpus.word_name(word as u32)))?;
             write_counts(w, row)?;
         }
         Ok(())
@@ -584,25 +559,9 @@ fn write_counts(w: &mut impl Write, row: &[u32]) -> std::io::Result<()> {
     writeln!(w)
 }
 
-/// Quotes a CSV field when it needs it.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn csv_fields_are_quoted_only_when_needed() {
-        assert_eq!(csv_field("oil"), "oil");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-    }
 
     #[test]
     fn top_words_lines_are_aligned() {

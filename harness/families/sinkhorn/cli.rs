@@ -6,13 +6,14 @@
 //! with the chosen variant; write `doc,distance` as CSV. Progress, per-phase times and the
 //! achieved GFLOP/s go to stderr so that stdout can carry the CSV.
 
+use crate::util::{csv, datadir};
 use anyhow::{bail, Context, Result};
 use parbench_common::embeddings::read_word2vec_text_with_stats;
 use parbench_common::Par;
 use sinkhorn::corpus::{query_problem, CorpusVocab, DocCorpus};
 use sinkhorn::{Control, SinkhornParams};
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Arguments of `parbench wmd`.
@@ -31,9 +32,11 @@ Example:  parbench wmd --embeddings vecs.txt --docs docs.txt --query 0 --out dis
 pub struct WmdArgs {
     /// Word vectors in word2vec text format: a header line "V d", then V lines "word x1 .. xd"
     /// (a file without the header, as GloVe writes them, also works; .gz is decompressed).
+    /// A name not found here is looked up in the data dir.
     #[arg(long, value_name = "FILE")]
     pub embeddings: PathBuf,
-    /// Documents, one per line (whitespace-separated words).
+    /// Documents, one per line (whitespace-separated words); a name not found here is looked up
+    /// in the data dir.
     #[arg(long, value_name = "FILE")]
     pub docs: PathBuf,
     /// The query document: 0-based line index into DOCS.
@@ -76,7 +79,9 @@ pub struct WmdArgs {
 }
 
 /// Runs `parbench wmd`.
-pub fn run(args: &WmdArgs) -> Result<()> {
+pub fn run(args: &WmdArgs, data_dir: Option<&Path>) -> Result<()> {
+    let docs_path = datadir::locate_input(&args.docs, data_dir);
+    let embeddings_path = datadir::locate_input(&args.embeddings, data_dir);
     let solver = sinkhorn::variant(&args.variant).with_context(|| {
         format!(
             "unknown variant {:?}; choose one of: {}",
@@ -99,8 +104,8 @@ pub fn run(args: &WmdArgs) -> Result<()> {
     // Documents first: a bad --query or a missing file fails before a large embeddings file is
     // parsed.
     let t = Instant::now();
-    let lines = crate::util::datadir::read_r8(&args.docs)
-        .with_context(|| format!("reading documents from {}", args.docs.display()))?;
+    let lines = parbench_common::corpora::read_r8(&docs_path)
+        .with_context(|| format!("reading documents from {}", docs_path.display()))?;
     let (labels, texts): (Vec<String>, Vec<String>) = if args.labeled {
         lines.into_iter().unzip()
     } else {
@@ -121,15 +126,15 @@ pub fn run(args: &WmdArgs) -> Result<()> {
         bail!(
             "--query {} is out of range: {} has {} documents (lines), numbered from 0",
             args.query,
-            args.docs.display(),
+            docs_path.display(),
             texts.len()
         );
     }
     let read_docs_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    let (embeddings, emb_stats) = read_word2vec_text_with_stats(&args.embeddings)
-        .with_context(|| format!("reading embeddings from {}", args.embeddings.display()))?;
+    let (embeddings, emb_stats) = read_word2vec_text_with_stats(&embeddings_path)
+        .with_context(|| format!("reading embeddings from {}", embeddings_path.display()))?;
     eprintln!(
         "embeddings: {} words, dimension {}{} ({:.3} s)",
         embeddings.len(),
@@ -159,7 +164,7 @@ pub fn run(args: &WmdArgs) -> Result<()> {
         &embeddings,
         vocab,
     )
-    .with_context(|| format!("building document histograms from {}", args.docs.display()))?;
+    .with_context(|| format!("building document histograms from {}", docs_path.display()))?;
     let s = corpus.stats;
     eprintln!(
         "documents: {} ({} tokens: {} stop words removed, {} out-of-vocabulary tokens ({} distinct \
@@ -248,7 +253,7 @@ fn write_csv(
     if labeled {
         writeln!(w, "doc,label,distance")?;
         for (doc, (d, label)) in distances.iter().zip(labels).enumerate() {
-            writeln!(w, "{doc},{},{d}", csv_field(label))?;
+            writeln!(w, "{doc},{},{d}", csv::field(label))?;
         }
     } else {
         writeln!(w, "doc,distance")?;
@@ -257,15 +262,6 @@ fn write_csv(
         }
     }
     Ok(())
-}
-
-/// Quotes a CSV field when it needs it.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 #[cfg(test)]

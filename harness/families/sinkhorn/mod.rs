@@ -1,10 +1,16 @@
 //! The Sinkhorn-WMD family: synthetic problems of the paper's shape, or real documents (R8,
 //! 20news from the data dir) with seeded random embeddings or a word2vec text file.
+//!
+//! Trace: one step per Sinkhorn iteration from the solver's progress callback, with
+//! `metric_max_rel_change` (the largest relative change of x over the documents still
+//! iterating, what `tol` is compared with) and `metric_active_docs`; `time_s` is taken by the
+//! callback, from the start of the solve (precomputation included). `doc-major` replays its
+//! per-iteration statistics after its loop, so its steps all carry the loop's end time.
 
 pub mod cli;
 
 use crate::families::params::{positive, PointIssue};
-use crate::family::{Measurement, PreparedInput, TypedFamily};
+use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
 use anyhow::{anyhow, Context, Result};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::{Control, Par, SinkhornParams, WmdProblem};
@@ -163,8 +169,17 @@ impl TypedFamily for SinkhornFamily {
         let solver = sinkhorn::variant(variant)
             .ok_or_else(|| anyhow!("unknown sinkhorn variant {variant}"))?;
         let params = point.solver();
+        let mut trace = Vec::with_capacity(params.max_iter.min(1 << 16));
         let start = Instant::now();
-        let out = solver.solve(problem, &params, Par::threads(threads), &mut |_| {
+        let out = solver.solve(problem, &params, Par::threads(threads), &mut |r| {
+            trace.push(TraceStep {
+                step: r.iteration,
+                time_s: start.elapsed().as_secs_f64(),
+                metrics: BTreeMap::from([
+                    ("max_rel_change".to_string(), r.max_change),
+                    ("active_docs".to_string(), r.active_docs as f64),
+                ]),
+            });
             Control::Continue
         })?;
         let wall = start.elapsed().as_secs_f64();
@@ -197,6 +212,7 @@ impl TypedFamily for SinkhornFamily {
             phases_s,
             metrics,
             output: out.distances,
+            trace,
         })
     }
 }
@@ -211,13 +227,13 @@ fn dataset_problem(point: &SinkhornPoint, path: &Path, seed: u64) -> Result<WmdP
     let dim = point.dim;
     let is_archive = path.to_string_lossy().ends_with(".tar.gz");
     let texts: Vec<(usize, String)> = if is_archive {
-        crate::util::datadir::read_labeled_tar_gz(path, Some(max_docs))?
+        parbench_common::corpora::read_labeled_tar_gz(path, Some(max_docs))?
             .into_iter()
             .enumerate()
             .map(|(i, d)| (i + 1, d.text))
             .collect()
     } else {
-        crate::util::datadir::read_r8(path)
+        parbench_common::corpora::read_r8(path)
             .with_context(|| format!("reading documents from {}", path.display()))?
             .into_iter()
             .enumerate()

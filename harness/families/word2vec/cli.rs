@@ -19,10 +19,11 @@
 use crate::exec::ranks::Ranks;
 use crate::families::params::Named;
 use crate::families::word2vec::InnerVariant;
+use crate::util::datadir;
+use crate::util::progress::{Progress, ProgressMode};
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value as Json};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use word2vec::eval::{self, AnalogyAccuracy, AnalogyResult, Evaluator, SimilarityResult};
@@ -31,10 +32,8 @@ use word2vec::{
     TrainParams, Trainer,
 };
 
-/// File names of the evaluation sets in the data dir.
-pub const WORDSIM353_FILE: &str = "wordsim353.tsv";
-pub const SIMLEX999_FILE: &str = "simlex999.txt";
-pub const ANALOGY_FILE: &str = "questions-words.txt";
+/// File names of the evaluation sets in the data dir (the crate's, which its suite reads).
+pub use word2vec::eval::{ANALOGY_FILE, SIMLEX999_FILE, WORDSIM353_FILE};
 
 /// word2vec subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -198,17 +197,6 @@ pub fn run(cmd: &W2vCommand, data_dir: Option<&Path>) -> Result<()> {
     }
 }
 
-/// `path` itself when it exists, else the same name in the data dir when it is there.
-fn locate_input(path: &Path, data_dir: Option<&Path>) -> PathBuf {
-    if path.exists() || path.is_absolute() {
-        return path.to_path_buf();
-    }
-    match data_dir.map(|d| d.join(path)) {
-        Some(candidate) if candidate.is_file() => candidate,
-        _ => path.to_path_buf(),
-    }
-}
-
 /// The training settings of the arguments (validated).
 pub fn params_of(args: &TrainArgs) -> Result<TrainParams> {
     let threads = match args.threads {
@@ -281,7 +269,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         bail!("--max-tokens must be at least 1");
     }
     check_output_folder(&args.out)?;
-    let corpus_path = locate_input(&args.corpus, data_dir);
+    let corpus_path = datadir::locate_input(&args.corpus, data_dir);
     let t = Instant::now();
     let corpus = Corpus::read(
         &corpus_path,
@@ -312,7 +300,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         params.seed
     );
     let out = {
-        let mut display = Progress::new(corpus.num_words() * params.epochs as u64);
+        let mut display = TrainingDisplay::new(corpus.num_words() * params.epochs as u64);
         let root = backend.is_root();
         let mut show = |r: &EpochReport| {
             if root {
@@ -321,19 +309,18 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
             Control::Continue
         };
         let result = match backend.communicator() {
-            // Under MPI this process is one rank; every rank ends with the same model.
-            Some(world) => word2vec::distributed::train_rank(
+            // Under MPI this process is one rank; every rank ends with the same model and the
+            // whole job's counters.
+            Some(world) => word2vec::distributed::train_job(
                 world,
+                world.size(),
                 &args.inner,
                 &corpus,
                 &params,
                 &sync,
                 &mut show,
             )
-            .and_then(|r| {
-                let seconds = r.train.seconds;
-                word2vec::distributed::whole_job(world, r.train, seconds)
-            }),
+            .map(|job| job.train),
             None => trainer.train(&corpus, &params, &mut show),
         };
         display.finish();
@@ -343,7 +330,12 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         return Ok(());
     }
     let t = Instant::now();
-    write_model_atomically(&out.model, &args.out, args.binary)?;
+    // Both writers replace the file atomically: a reader never sees half a model.
+    if args.binary {
+        io::write_binary(&out.model, &args.out)?;
+    } else {
+        io::write_text(&out.model, &args.out)?;
+    }
     eprintln!(
         "wrote {} vectors of dimension {} to {} ({}, {:.2} s)",
         out.model.len(),
@@ -370,36 +362,6 @@ fn check_output_folder(out: &Path) -> Result<()> {
             "the folder {} of --out does not exist; create it first",
             parent.display()
         );
-    }
-    Ok(())
-}
-
-/// Writes the model through a temporary file in the same folder and a rename, so a reader never
-/// sees a half-written model and a failed write leaves an older file in place.
-fn write_model_atomically(model: &Model, path: &Path, binary: bool) -> Result<()> {
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file path", path.display()))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let written = if binary {
-        io::write_binary(model, &tmp)
-    } else {
-        io::write_text(model, &tmp)
-    };
-    let result = written
-        .map_err(anyhow::Error::from)
-        .and_then(|()| {
-            std::fs::File::open(&tmp)
-                .and_then(|f| f.sync_all())
-                .map_err(anyhow::Error::from)
-        })
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(anyhow::Error::from));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e.context(format!("writing the model to {}", path.display())));
     }
     Ok(())
 }
@@ -432,28 +394,19 @@ fn print_train_summary(variant: &str, params: &TrainParams, out: &TrainOutput) {
     }
 }
 
-/// The training display: an indicatif bar over corpus words on a terminal; otherwise a plain
-/// line at every epoch end and every [`Progress::LINE_INTERVAL_S`] seconds (logs keep them).
-struct Progress {
-    bar: Option<ProgressBar>,
+/// The training display: a bar over corpus words on a terminal; otherwise a plain line at every
+/// epoch end and every [`TrainingDisplay::LINE_INTERVAL_S`] seconds (logs keep them).
+struct TrainingDisplay {
+    progress: Progress,
     last_line_s: f64,
 }
 
-impl Progress {
+impl TrainingDisplay {
     const LINE_INTERVAL_S: f64 = 10.0;
 
-    fn new(words_total: u64) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new(words_total);
-            let style = ProgressStyle::with_template(
-                "[{elapsed_precise}] {wide_bar} {percent:>3}% (eta {eta}) {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-            bar.set_style(style);
-            bar
-        });
-        Progress {
-            bar,
+    fn new(words_total: u64) -> TrainingDisplay {
+        TrainingDisplay {
+            progress: Progress::new(ProgressMode::Auto, words_total, "words", ""),
             last_line_s: 0.0,
         }
     }
@@ -466,39 +419,28 @@ impl Progress {
             r.words_per_second,
             r.alpha
         );
-        match &self.bar {
-            Some(bar) => {
-                bar.set_position(r.words_processed);
-                bar.set_message(text);
-            }
-            None => {
-                if r.epoch_finished || r.elapsed_seconds - self.last_line_s >= Self::LINE_INTERVAL_S
-                {
-                    self.last_line_s = r.elapsed_seconds;
-                    let share = r.words_processed as f64 / r.words_total.max(1) as f64;
-                    eprintln!(
-                        "{:5.1}% {text}{}",
-                        100.0 * share,
-                        if r.epoch_finished {
-                            " (epoch done)"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-            }
+        self.progress.set_position(r.words_processed);
+        let due = r.epoch_finished || r.elapsed_seconds - self.last_line_s >= Self::LINE_INTERVAL_S;
+        if self.progress.lines() && due {
+            self.last_line_s = r.elapsed_seconds;
+            let share = r.words_processed as f64 / r.words_total.max(1) as f64;
+            let done = if r.epoch_finished {
+                " (epoch done)"
+            } else {
+                ""
+            };
+            eprintln!("{:5.1}% {text}{done}", 100.0 * share);
         }
+        self.progress.message(|| text);
     }
 
     fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
+        self.progress.finish();
     }
 }
 
 fn read_model(path: &Path, data_dir: Option<&Path>) -> Result<Model> {
-    let path = locate_input(path, data_dir);
+    let path = datadir::locate_input(path, data_dir);
     let model =
         io::read_model(&path).with_context(|| format!("reading the model {}", path.display()))?;
     if model.is_empty() {

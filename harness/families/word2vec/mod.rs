@@ -23,6 +23,16 @@
 //!   gives independent runs (FULL-W2V Table 7's mean and deviation over seeds).
 //! - `output` is a few quality numbers; stochastic variants never agree numerically, so
 //!   experiments compare them with ratio claims on the metrics instead of an equivalence rule.
+//! - The trace has one step per progress report of the training loop: every `report_every_s`
+//!   seconds during an epoch (default 3600: none) and one at the end of every epoch. `time_s`
+//!   is the trainer's clock; metrics are `words_processed`, `progress` (the run's share done),
+//!   `epoch` (0-based, the epoch under way), `epoch_end` (1 for an epoch's closing report),
+//!   `alpha` (the learning rate then), `words_per_s` (average since the start) and, with
+//!   `loss_sample` pairs (default 0: none), `loss`: the skip-gram negative-sampling loss per
+//!   pair on a fixed sample of the corpus's pairs, in closing reports only (see
+//!   `word2vec::TrainParams::loss_sample`; the model is the same with or without it). For
+//!   `distributed` the reports are rank 0's (in-process: scaled to the whole job's words;
+//!   under MPI: rank 0's own).
 //!
 //! Cost of `prepare`: one streaming pass over `max_tokens` words of the corpus (O(tokens)) and
 //! reading the evaluation sets; `run`: O(epochs x words x window x (negative + 1) x d) training
@@ -32,16 +42,16 @@ pub mod cli;
 
 use crate::exec::ranks::Ranks;
 use crate::families::params::{positive, Choice, Named, PointIssue};
-use crate::family::{Measurement, PreparedInput, TypedFamily};
+use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
-use parbench_common::comm::{Communicator, Phase};
-use parbench_common::rng::Rng;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
-use word2vec::eval::{EvalSuite, Evaluator};
+use word2vec::eval::EvalSuite;
+use word2vec::generate::PlantedSpec;
 use word2vec::{
-    Control, Corpus, CorpusOptions, Model, SyncOptions, TrainOutput, TrainParams, W2vError,
+    Control, Corpus, CorpusOptions, EpochReport, Model, SyncOptions, TrainOutput, TrainParams,
+    W2vError,
 };
 
 /// The data-parallel variant across in-process ranks ([`word2vec::Distributed`]).
@@ -99,6 +109,11 @@ crate::point_params! {
         seed: u64 = 0,
         /// compute the quality metrics after training
         evaluate: bool = true,
+        /// seconds between progress reports (trace steps) during an epoch; one more closes
+        /// every epoch
+        report_every_s: f64 = 3600.0,
+        /// corpus pairs over which each epoch's closing report estimates the loss (0: none)
+        loss_sample: usize = 0,
         /// distributed: in-process ranks, each with `threads` threads
         ranks: usize = 1,
         /// distributed: the variant each rank trains with
@@ -146,9 +161,9 @@ impl Word2vecPoint {
             threads,
             seed: data_seed.wrapping_add(self.seed),
             min_count: self.min_count,
-            // The harness shows no progress of its own inside a run; one report per epoch is
-            // enough.
-            report_interval_seconds: 3600.0,
+            // Reports feed the trace only (the harness shows no progress inside a run).
+            report_interval_seconds: self.report_every_s,
+            loss_sample: self.loss_sample,
         }
     }
 
@@ -172,6 +187,16 @@ impl Word2vecPoint {
     }
 }
 
+/// The shape of the point's planted synthetic corpus.
+fn planted_spec(point: &Word2vecPoint) -> PlantedSpec {
+    PlantedSpec {
+        groups: point.groups,
+        group_words: point.group_words,
+        sentence_words: point.sentence_words,
+        words: point.words,
+    }
+}
+
 /// The point's key behind an error of [`TrainParams::validate`].
 fn train_key(e: &W2vError) -> &'static str {
     match e {
@@ -183,85 +208,6 @@ fn train_key(e: &W2vError) -> &'static str {
         W2vError::NoEpochs => "epochs",
         _ => "threads",
     }
-}
-
-/// Why the planted corpus cannot have this shape: the key responsible and the rule.
-fn planted_shape(
-    groups: usize,
-    group_words: usize,
-    sentence_words: usize,
-    words: usize,
-) -> Result<(), (&'static str, String)> {
-    for (key, value) in [
-        ("groups", groups),
-        ("group_words", group_words),
-        ("sentence_words", sentence_words),
-    ] {
-        if value < 2 {
-            return Err((
-                key,
-                format!("synthetic corpus: {key} must be at least 2, got {value}"),
-            ));
-        }
-    }
-    if words < sentence_words {
-        return Err((
-            "words",
-            format!(
-                "synthetic corpus: words ({words}) must be at least sentence_words \
-                 ({sentence_words})"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// A corpus with planted structure: `groups` groups of `group_words` words; every sentence of
-/// `sentence_words` words draws uniformly from one group (groups in turn), so words of a group
-/// share contexts and words of different groups never do. About `words` tokens.
-pub fn planted_corpus(
-    groups: usize,
-    group_words: usize,
-    sentence_words: usize,
-    words: usize,
-    seed: u64,
-) -> Result<Corpus> {
-    if let Err((_, why)) = planted_shape(groups, group_words, sentence_words, words) {
-        bail!(why);
-    }
-    let names: Vec<String> = (0..groups * group_words)
-        .map(|i| format!("g{}w{}", i / group_words, i % group_words))
-        .collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mut rng = Rng::new(seed);
-    let sentences = words / sentence_words;
-    let mut ids = Vec::with_capacity(sentences * sentence_words);
-    let mut ends = Vec::with_capacity(sentences);
-    for s in 0..sentences {
-        let base = (s % groups) * group_words;
-        for _ in 0..sentence_words {
-            ids.push((base + rng.below(group_words as u64) as usize) as u32);
-        }
-        ends.push(ids.len());
-    }
-    Ok(Corpus::from_ids(&refs, ids, ends))
-}
-
-/// Share of the model's words whose nearest neighbour (cosine) is in the same planted group;
-/// group membership is read from the `g<group>w<index>` names.
-pub fn planted_accuracy(model: &Model) -> f64 {
-    let group = |w: &str| w.split('w').next().map(str::to_string);
-    let e = Evaluator::new(model);
-    let words = model.words();
-    let hits = words
-        .iter()
-        .filter(|w| {
-            e.neighbors(w, 1)
-                .first()
-                .is_some_and(|(n, _)| group(n) == group(w))
-        })
-        .count();
-    hits as f64 / words.len().max(1) as f64
 }
 
 impl TypedFamily for Word2vecFamily {
@@ -290,6 +236,16 @@ impl TypedFamily for Word2vecFamily {
         if let Some(n) = point.max_vocab {
             positive(&mut issues, "max_vocab", n);
         }
+        if !(point.report_every_s.is_finite() && point.report_every_s > 0.0) {
+            issues.push(PointIssue::new(
+                &["report_every_s"],
+                format!(
+                    "`report_every_s` must be a positive number of seconds, got {}",
+                    point.report_every_s
+                ),
+                "set `report_every_s` to the seconds between trace steps, e.g. 1",
+            ));
+        }
         // The crate's own validation, so each rule is written once (dim, window, negative,
         // sample, alpha, epochs).
         if let Err(e) = point.train_params(0, 1).validate() {
@@ -300,16 +256,11 @@ impl TypedFamily for Word2vecFamily {
                 format!("change `{key}`"),
             ));
         }
-        if let Err((key, why)) = planted_shape(
-            point.groups,
-            point.group_words,
-            point.sentence_words,
-            point.words,
-        ) {
+        if let Err(e) = planted_spec(point).validate() {
             issues.push(PointIssue::new(
-                &[key],
-                why,
-                format!("change `{key}` (the planted corpus's shape)"),
+                &[e.field],
+                e.to_string(),
+                format!("change `{}` (the planted corpus's shape)", e.field),
             ));
         }
         issues
@@ -336,13 +287,7 @@ impl TypedFamily for Word2vecFamily {
     ) -> Result<PreparedInput> {
         let input = match dataset {
             None => {
-                let corpus = planted_corpus(
-                    point.groups,
-                    point.group_words,
-                    point.sentence_words,
-                    point.words,
-                    seed,
-                )?;
+                let corpus = planted_spec(point).corpus(seed)?;
                 W2vInput {
                     corpus,
                     suite: None,
@@ -413,43 +358,6 @@ impl TypedFamily for Word2vecFamily {
     }
 }
 
-/// `distributed` on the processes of an MPI job: this rank's model and the whole job's
-/// counters, and (words sent by the busiest rank, exchanges, rows exchanged, exchange seconds).
-fn train_across_processes(
-    comm: &dyn Communicator,
-    input: &W2vInput,
-    point: &Word2vecPoint,
-    params: &TrainParams,
-) -> Result<(TrainOutput, (u64, usize, u64, f64))> {
-    let ranks = point.ranks;
-    if ranks != comm.size() {
-        bail!(
-            "the point asks for {ranks} ranks, the MPI job has {} processes",
-            comm.size()
-        );
-    }
-    let inner = point.inner.name();
-    let sync = point.sync_options();
-    // The world's counters run over every run of this process; this run's are the difference.
-    let before = comm.stats().total().words_sent;
-    comm.barrier()?;
-    let start = Instant::now();
-    let r =
-        word2vec::distributed::train_rank(comm, inner, &input.corpus, params, &sync, &mut |_| {
-            Control::Continue
-        })?;
-    comm.barrier()?;
-    let seconds = start.elapsed().as_secs_f64();
-    let sent = (comm.stats().total().words_sent - before) as f64;
-    let per_rank = comm.all_gather_f64(Phase::Replication, &[sent], &vec![1; comm.size()])?;
-    let words_max = per_rank.iter().fold(0f64, |m, &w| m.max(w)) as u64;
-    let info = (words_max, r.exchanges, r.rows_exchanged, r.exchange_seconds);
-    Ok((
-        word2vec::distributed::whole_job(comm, r.train, seconds)?,
-        info,
-    ))
-}
-
 impl Word2vecFamily {
     /// One run of `variant`; under MPI only `distributed`, and `None` on ranks other than 0.
     fn measure(
@@ -465,8 +373,28 @@ impl Word2vecFamily {
             .ok_or_else(|| anyhow!("internal: the prepared input is not a word2vec corpus"))?;
         let params = point.train_params(input.data_seed, threads);
         params.validate()?;
+        let mut reports: Vec<EpochReport> = Vec::new();
+        let mut progress = |r: &EpochReport| {
+            reports.push(*r);
+            Control::Continue
+        };
         let (out, exchange) = if let Some(comm) = backend.communicator() {
-            let (out, info) = train_across_processes(comm, input, point, &params)?;
+            let job = word2vec::distributed::train_job(
+                comm,
+                point.ranks,
+                point.inner.name(),
+                &input.corpus,
+                &params,
+                &point.sync_options(),
+                &mut progress,
+            )?;
+            let info = (
+                job.words_sent_max,
+                job.exchanges,
+                job.rows_exchanged,
+                job.exchange_seconds,
+            );
+            let out = job.train;
             if !backend.is_root() {
                 return Ok(None);
             }
@@ -477,7 +405,7 @@ impl Word2vecFamily {
                 ranks: point.ranks,
                 sync: point.sync_options(),
             };
-            let mut ranks = d.train_ranks(&input.corpus, &params, &mut |_| Control::Continue)?;
+            let mut ranks = d.train_ranks(&input.corpus, &params, &mut progress)?;
             let words: u64 = ranks
                 .iter()
                 .map(|r| r.comm.total().words_sent)
@@ -494,12 +422,10 @@ impl Word2vecFamily {
         } else {
             let trainer = word2vec::variant(variant)
                 .ok_or_else(|| anyhow!("unknown word2vec variant {variant}"))?;
-            (
-                trainer.train(&input.corpus, &params, &mut |_| Control::Continue)?,
-                None,
-            )
+            (trainer.train(&input.corpus, &params, &mut progress)?, None)
         };
         let mut m = measurement(&input.corpus, &params, &out);
+        m.trace = trace(&reports);
         if let Some((words, exchanges, rows, seconds)) = exchange {
             m.metrics
                 .insert("exchange_words_max".to_string(), words as f64);
@@ -527,7 +453,10 @@ impl Word2vecFamily {
 pub fn quality_metrics(input: &W2vInput, model: &Model) -> BTreeMap<String, f64> {
     let mut q = BTreeMap::new();
     if input.planted_group_words.is_some() {
-        q.insert("planted_accuracy".to_string(), planted_accuracy(model));
+        q.insert(
+            "planted_accuracy".to_string(),
+            word2vec::generate::planted_accuracy(model),
+        );
     }
     if let Some(suite) = &input.suite {
         let r = suite.evaluate(model);
@@ -560,6 +489,38 @@ pub fn quality_metrics(input: &W2vInput, model: &Model) -> BTreeMap<String, f64>
         }
     }
     q
+}
+
+/// The trace of a run from its progress reports (see the module docs).
+pub fn trace(reports: &[EpochReport]) -> Vec<TraceStep> {
+    reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut metrics = BTreeMap::from([
+                ("words_processed".to_string(), r.words_processed as f64),
+                (
+                    "progress".to_string(),
+                    r.words_processed as f64 / r.words_total.max(1) as f64,
+                ),
+                ("epoch".to_string(), r.epoch as f64),
+                (
+                    "epoch_end".to_string(),
+                    if r.epoch_finished { 1.0 } else { 0.0 },
+                ),
+                ("alpha".to_string(), r.alpha),
+                ("words_per_s".to_string(), r.words_per_second),
+            ]);
+            if let Some(loss) = r.loss {
+                metrics.insert("loss".to_string(), loss);
+            }
+            TraceStep {
+                step: i + 1,
+                time_s: r.elapsed_seconds,
+                metrics,
+            }
+        })
+        .collect()
 }
 
 /// The harness's view of one training run (see the module docs for the conventions).
@@ -605,6 +566,7 @@ pub fn measurement(corpus: &Corpus, params: &TrainParams, out: &TrainOutput) -> 
         phases_s: BTreeMap::from([("train".to_string(), out.seconds)]),
         metrics,
         output: Vec::new(),
+        trace: Vec::new(),
     }
 }
 
@@ -613,22 +575,6 @@ mod tests {
     use super::*;
     use crate::families::params::PointParams;
     use crate::family::{Family, Params, Value};
-
-    #[test]
-    fn planted_corpus_keeps_each_sentence_in_one_group() {
-        let c = planted_corpus(3, 4, 5, 60, 1).unwrap();
-        assert_eq!(c.num_words(), 60);
-        assert_eq!(c.line_ends().len(), 12);
-        let words = c.vocab().words();
-        let mut start = 0;
-        for &end in c.line_ends() {
-            let group = |id: &u32| words[*id as usize].split('w').next().unwrap().to_string();
-            let first = group(&c.ids()[start]);
-            assert!(c.ids()[start..end].iter().all(|id| group(id) == first));
-            start = end;
-        }
-        assert!(planted_corpus(1, 4, 5, 60, 1).is_err());
-    }
 
     fn issue_keys(p: &Word2vecPoint) -> Vec<Vec<&'static str>> {
         Word2vecFamily

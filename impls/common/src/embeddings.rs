@@ -17,7 +17,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -475,41 +475,20 @@ pub fn read_word2vec_text_from<R: BufRead>(
 /// `.gz`. The file appears atomically: it is written under a temporary name in the same directory
 /// and renamed when complete.
 pub fn write_word2vec_text(path: &Path, embeddings: &Embeddings) -> Result<(), EmbeddingsError> {
-    let write_err = |source| EmbeddingsError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file_name = path.file_name().ok_or_else(|| {
-        write_err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the path has no file name",
-        ))
-    })?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(file_name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| -> io::Result<()> {
-        let file = BufWriter::new(File::create(&tmp)?);
-        if path.extension().is_some_and(|e| e == "gz") {
+    let gzip = path.extension().is_some_and(|e| e == "gz");
+    crate::atomic::write_atomic_with(path, |file| {
+        if gzip {
             let mut gz = GzEncoder::new(file, Compression::default());
             write_word2vec_text_to(&mut gz, embeddings)?;
-            gz.finish()?
-                .into_inner()
-                .map_err(|e| e.into_error())?
-                .sync_all()?;
+            gz.finish().map(drop)
         } else {
-            let mut file = file;
-            write_word2vec_text_to(&mut file, embeddings)?;
-            file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            write_word2vec_text_to(file, embeddings)
         }
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(write_err(e));
-    }
-    Ok(())
+    })
+    .map_err(|source| EmbeddingsError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Writes the word2vec text format (with header) to any writer.

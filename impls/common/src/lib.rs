@@ -6,12 +6,16 @@
 //! - [`par`]: how a kernel is told its parallelism (`Par::Seq` or `Par::Rayon(n)`).
 //! - [`text`]: tokenizing, stop words and a vocabulary, for document and corpus inputs.
 //! - [`embeddings`]: word vectors in word2vec text format.
+//! - [`corpora`]: readers of labeled document collections (R8 lines, tar archives of one file
+//!   per document such as 20 Newsgroups).
 //! - [`comm`]: the MPI-shaped communicator distributed variants run on (in-process threads, or MPI
 //!   with the `mpi` feature), with exact word and message counts.
 
 #![warn(missing_docs)]
 
+pub mod atomic;
 pub mod comm;
+pub mod corpora;
 pub mod csr;
 pub mod embeddings;
 pub mod par;

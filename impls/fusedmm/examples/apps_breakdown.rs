@@ -10,7 +10,13 @@ use fusedmm::apps::als::{self, AlsConfig};
 use fusedmm::apps::gat::{self, GatLayer, HeadCombine};
 use fusedmm::apps::KernelExecution;
 use fusedmm::generate::{erdos_renyi, permute, random_permutation, rmat, RmatSpec};
-use fusedmm::{algorithms, Dense, Kernel, Par, Strategy};
+use fusedmm::{algorithms, Dense, DistAlgorithm, Kernel, Par, Strategy};
+
+/// The grid an algorithm runs on here: 4 ranks, replicated twice where its grid allows it (the
+/// 1.5D algorithms), else not.
+fn four_ranks(alg: &dyn DistAlgorithm) -> (usize, usize) {
+    (4, if alg.check_grid(4, 2).is_ok() { 2 } else { 1 })
+}
 
 fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -35,15 +41,11 @@ fn main() {
     );
     let algs = algorithms();
     let mut backends = vec![KernelExecution::Serial(Par::threads(threads))];
-    for alg in &algs {
-        let (p, c) = match alg.name() {
-            "1d" => (4, 1),
-            "2.5d-dense-replicate" | "2.5d-sparse-replicate" => (4, 1),
-            _ => (4, 2),
-        };
+    for &alg in algs {
+        let (p, c) = four_ranks(alg);
         for &strategy in alg.strategies() {
             backends.push(KernelExecution::Distributed {
-                algorithm: &**alg,
+                algorithm: alg,
                 strategy,
                 p,
                 c,
@@ -75,13 +77,10 @@ fn main() {
         );
     }
     let mut gat_backends = vec![KernelExecution::Serial(Par::threads(threads))];
-    for alg in &algs {
-        let (p, c) = match alg.name() {
-            "1d" | "2.5d-dense-replicate" | "2.5d-sparse-replicate" => (4, 1),
-            _ => (4, 2),
-        };
+    for &alg in algs {
+        let (p, c) = four_ranks(alg);
         gat_backends.push(KernelExecution::Distributed {
-            algorithm: &**alg,
+            algorithm: alg,
             strategy: Strategy::NoElision,
             p,
             c,

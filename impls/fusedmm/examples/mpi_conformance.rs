@@ -109,7 +109,7 @@ fn main() {
     }
     let mut checked = 0usize;
     for (name, pr) in &problems {
-        for alg in algorithms() {
+        for &alg in algorithms() {
             for c in divisors(p)
                 .into_iter()
                 .filter(|&c| alg.check_grid(p, c).is_ok())
@@ -127,10 +127,10 @@ fn main() {
                             kernel.name(),
                             strategy.name()
                         );
-                        let run = run_mpi(&*alg, pr, kernel, strategy, c, Par::Seq, &world)
+                        let run = run_mpi(alg, pr, kernel, strategy, c, Par::Seq, &world)
                             .unwrap_or_else(|e| fail(&format!("{what}: {e}")));
                         if let Some(run) = run {
-                            let local = run_in_process(&*alg, pr, kernel, strategy, p, c, Par::Seq)
+                            let local = run_in_process(alg, pr, kernel, strategy, p, c, Par::Seq)
                                 .unwrap_or_else(|e| fail(&format!("{what}: in-process: {e}")));
                             if let Some(diff) = compare(&run, &local) {
                                 fail(&format!("{what}: {diff}"));
@@ -143,12 +143,10 @@ fn main() {
         }
     }
     // A grid that cannot be formed is refused on every rank before any work.
-    let bad = algorithms()
-        .into_iter()
-        .find(|a| a.name() == "2.5d-dense-replicate")
-        .unwrap_or_else(|| fail("no 2.5D algorithm"));
+    let bad =
+        fusedmm::algorithm("2.5d-dense-replicate").unwrap_or_else(|| fail("no 2.5D algorithm"));
     let refused = run_mpi(
-        &*bad,
+        bad,
         &problems[0].1,
         Kernel::Sddmm,
         Strategy::NoElision,

@@ -1,6 +1,10 @@
 //! Words and messages each rank sends, per phase, for every algorithm, kernel and strategy, as
 //! the implementation performs them (paper Section V, Table III), and the best replication factor.
 //!
+//! Each algorithm states its own model ([`DistAlgorithm::cost`], next to its code); [`predict`]
+//! checks the grid and the strategy first, and [`best_c`] tries every valid `c`. The table
+//! below collects the models of the crate's algorithms.
+//!
 //! Derived from the collective algorithms of [`crate::comm`] (ring all-gather and
 //! reduce-scatter, cyclic shifts by send-receive; self transfers are free) and the passes of each
 //! algorithm. Exact when `m` and `n` are multiples of `p` (every block the same size; then each
@@ -53,10 +57,10 @@
 //! `2 (c-1) n r / p + n r / c` (best `c = sqrt(p / 2)`).
 
 use crate::comm::Phase;
-use crate::dense_replicate::layer_side;
-use crate::distributed::divisors;
+use crate::distributed::{check_strategy, divisors};
 use crate::kernels::Kernel;
 use crate::problem::Strategy;
+use crate::DistAlgorithm;
 
 /// The sizes a prediction depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +79,15 @@ pub struct Shape {
     pub c: usize,
 }
 
+impl Shape {
+    /// `W(x)`: an all-gather or reduce-scatter along a fiber of `c` ranks of a matrix with `x`
+    /// rows (`m` or `n`), `(c - 1) x r / p` words in `c - 1` messages.
+    pub fn fiber(&self, x: usize) -> PhaseCost {
+        let (r, p, c) = (self.r as f64, self.p as f64, self.c as f64);
+        PhaseCost::new((c - 1.0) * x as f64 * r / p, c - 1.0)
+    }
+}
+
 /// Words and messages one rank sends in one phase.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PhaseCost {
@@ -83,6 +96,16 @@ pub struct PhaseCost {
     pub words: f64,
     /// Messages sent.
     pub messages: f64,
+}
+
+impl PhaseCost {
+    /// Nothing sent (a shift to oneself, a fiber of one rank).
+    pub const NONE: PhaseCost = PhaseCost::new(0.0, 0.0);
+
+    /// `words` words in `messages` messages.
+    pub const fn new(words: f64, messages: f64) -> PhaseCost {
+        PhaseCost { words, messages }
+    }
 }
 
 /// Predicted cost of one run, per rank, by phase.
@@ -96,10 +119,12 @@ impl Cost {
     pub fn phase(&self, phase: Phase) -> PhaseCost {
         self.phases[phase as usize]
     }
-    fn add(&mut self, phase: Phase, words: f64, messages: f64) {
+    /// Adds `times` transfers of `cost` each to `phase` (how an algorithm's
+    /// [`DistAlgorithm::cost`] builds its prediction).
+    pub fn add(&mut self, phase: Phase, cost: PhaseCost, times: f64) {
         let p = &mut self.phases[phase as usize];
-        p.words += words;
-        p.messages += messages;
+        p.words += times * cost.words;
+        p.messages += times * cost.messages;
     }
     /// Words over all phases.
     pub fn total_words(&self) -> f64 {
@@ -111,210 +136,31 @@ impl Cost {
     }
 }
 
-/// The cost of `kernel` with `strategy` under the algorithm named `algorithm` (its
-/// [`crate::DistAlgorithm::name`]); `None` for an unknown algorithm, an invalid grid or a
-/// strategy the algorithm does not offer.
-pub fn predict(algorithm: &str, kernel: Kernel, strategy: Strategy, s: Shape) -> Option<Cost> {
-    let (m, n, r, p, c) = (s.m as f64, s.n as f64, s.r as f64, s.p as f64, s.c as f64);
-    let nnz = s.nnz as f64;
-    if s.p == 0 || s.c == 0 || !s.p.is_multiple_of(s.c) {
+/// The cost of `kernel` with `strategy` under `algorithm` ([`DistAlgorithm::cost`]); `None`
+/// for an invalid grid ([`DistAlgorithm::check_grid`]), a strategy the algorithm does not offer
+/// for a fused kernel, or an algorithm without a model.
+pub fn predict(
+    algorithm: &dyn DistAlgorithm,
+    kernel: Kernel,
+    strategy: Strategy,
+    shape: Shape,
+) -> Option<Cost> {
+    if algorithm.check_grid(shape.p, shape.c).is_err()
+        || check_strategy(algorithm, kernel, strategy).is_err()
+    {
         return None;
     }
-    let mut cost = Cost::default();
-    match algorithm {
-        "1d" => {
-            if s.c != 1 || (kernel.is_fused() && strategy != Strategy::NoElision) {
-                return None;
-            }
-            let g = (p - 1.0) * n * r / p;
-            let gm = p - 1.0;
-            match kernel {
-                Kernel::Sddmm | Kernel::SpmmA => cost.add(Phase::Propagation, g, gm),
-                Kernel::SpmmB => cost.add(Phase::Reduction, g, gm),
-                Kernel::FusedMmA => cost.add(Phase::Propagation, 2.0 * g, 2.0 * gm),
-                Kernel::FusedMmB => {
-                    cost.add(Phase::Propagation, g, gm);
-                    cost.add(Phase::Reduction, g, gm);
-                }
-            }
-        }
-        "1.5d-dense-shift" => {
-            let q = p / c;
-            let w = |x: f64| ((c - 1.0) * x * r / p, c - 1.0);
-            let v = |y: f64| {
-                if s.p / s.c > 1 {
-                    (q * y * r / p, q)
-                } else {
-                    (0.0, 0.0)
-                }
-            };
-            let mut add = |phase, (words, msgs): (f64, f64), times: f64| {
-                cost.add(phase, times * words, times * msgs)
-            };
-            use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
-            match (kernel, strategy) {
-                (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, v(n), 1.0);
-                }
-                (Kernel::SpmmA, _) => {
-                    add(Prop, v(n), 1.0);
-                    add(Red, w(m), 1.0);
-                }
-                (Kernel::FusedMmA, Strategy::NoElision) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, v(n), 2.0);
-                    add(Red, w(m), 1.0);
-                }
-                (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
-                    add(Repl, w(n), 1.0);
-                    add(Prop, v(m), 2.0);
-                }
-                (Kernel::FusedMmA, Strategy::LocalKernelFusion) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, v(n), 1.0);
-                    add(Red, w(m), 1.0);
-                }
-                (Kernel::FusedMmB, Strategy::NoElision) => {
-                    add(Repl, w(m), 2.0);
-                    add(Prop, v(n), 2.0);
-                }
-                (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, v(n), 2.0);
-                }
-                (Kernel::FusedMmB, Strategy::LocalKernelFusion) => {
-                    add(Repl, w(n), 1.0);
-                    add(Prop, v(m), 1.0);
-                    add(Red, w(n), 1.0);
-                }
-            }
-        }
-        "1.5d-sparse-shift" => {
-            if kernel.is_fused() && strategy == Strategy::LocalKernelFusion {
-                return None;
-            }
-            let w = |x: f64| ((c - 1.0) * x * r / p, c - 1.0);
-            let z = if s.p / s.c > 1 {
-                (3.0 * nnz / c, 2.0 * (p / c))
-            } else {
-                (0.0, 0.0)
-            };
-            let mut add = |phase, (words, msgs): (f64, f64), times: f64| {
-                cost.add(phase, times * words, times * msgs)
-            };
-            use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
-            match (kernel, strategy) {
-                (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, z, 1.0);
-                }
-                (Kernel::SpmmA, _) => {
-                    add(Prop, z, 1.0);
-                    add(Red, w(m), 1.0);
-                }
-                (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
-                    add(Repl, w(n), 1.0);
-                    add(Prop, z, 2.0);
-                }
-                (Kernel::FusedMmA, _) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, z, 2.0);
-                    add(Red, w(m), 1.0);
-                }
-                (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, z, 2.0);
-                }
-                (Kernel::FusedMmB, _) => {
-                    add(Repl, w(m), 2.0);
-                    add(Prop, z, 2.0);
-                }
-            }
-        }
-        "2.5d-dense-replicate" => {
-            let side = layer_side(s.p, s.c)?;
-            if kernel.is_fused() && strategy == Strategy::LocalKernelFusion {
-                return None;
-            }
-            let sd = side as f64;
-            let w = |x: f64| ((c - 1.0) * x * r / p, c - 1.0);
-            // A round: s sparse shifts (COO, two messages each) and s dense shifts of Y.
-            let round = |y: f64| {
-                if side > 1 {
-                    (3.0 * nnz * sd / p + sd * y * r / p, 3.0 * sd)
-                } else {
-                    (0.0, 0.0)
-                }
-            };
-            let mut add = |phase, (words, msgs): (f64, f64), times: f64| {
-                cost.add(phase, times * words, times * msgs)
-            };
-            use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
-            match (kernel, strategy) {
-                (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, round(n), 1.0);
-                }
-                (Kernel::SpmmA, _) => {
-                    add(Prop, round(n), 1.0);
-                    add(Red, w(m), 1.0);
-                }
-                (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
-                    add(Repl, w(n), 1.0);
-                    add(Prop, round(m), 2.0);
-                }
-                (Kernel::FusedMmA, _) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, round(n), 2.0);
-                    add(Red, w(m), 1.0);
-                }
-                (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
-                    add(Repl, w(m), 1.0);
-                    add(Prop, round(n), 2.0);
-                }
-                (Kernel::FusedMmB, _) => {
-                    add(Repl, w(m), 2.0);
-                    add(Prop, round(n), 2.0);
-                }
-            }
-        }
-        "2.5d-sparse-replicate" => {
-            let side = layer_side(s.p, s.c)?;
-            if kernel.is_fused() && strategy != Strategy::NoElision {
-                return None;
-            }
-            let sd = side as f64;
-            let values = ((c - 1.0) * nnz / p, c - 1.0);
-            let round = if side > 1 {
-                (sd * (m + n) * r / p, 2.0 * sd)
-            } else {
-                (0.0, 0.0)
-            };
-            match kernel {
-                Kernel::Sddmm => {
-                    cost.add(Phase::Propagation, round.0, round.1);
-                    cost.add(Phase::Reduction, values.0, values.1);
-                }
-                Kernel::SpmmA | Kernel::SpmmB => {
-                    cost.add(Phase::Replication, values.0, values.1);
-                    cost.add(Phase::Propagation, round.0, round.1);
-                }
-                Kernel::FusedMmA | Kernel::FusedMmB => {
-                    cost.add(Phase::Replication, values.0, values.1);
-                    cost.add(Phase::Propagation, 2.0 * round.0, 2.0 * round.1);
-                    cost.add(Phase::Reduction, values.0, values.1);
-                }
-            }
-        }
-        _ => return None,
-    }
-    Some(cost)
+    algorithm.cost(kernel, strategy, shape)
 }
 
 /// The replication factor (a divisor of `shape.p`; `shape.c` is ignored) with the fewest words
-/// per rank, the smallest on a tie; `None` when the algorithm or strategy is unknown.
-pub fn best_c(algorithm: &str, kernel: Kernel, strategy: Strategy, shape: Shape) -> Option<usize> {
+/// per rank, the smallest on a tie; `None` when no valid grid has a prediction.
+pub fn best_c(
+    algorithm: &dyn DistAlgorithm,
+    kernel: Kernel,
+    strategy: Strategy,
+    shape: Shape,
+) -> Option<usize> {
     let mut best: Option<(f64, usize)> = None;
     for c in divisors(shape.p) {
         if let Some(cost) = predict(algorithm, kernel, strategy, Shape { c, ..shape }) {

@@ -48,13 +48,14 @@
 //! layer holds `nnz s / p` nonzeros. See [`crate::cost_model`]. Deterministic.
 
 use crate::comm::{Communicator, Phase};
+use crate::cost_model::{Cost, PhaseCost, Shape};
 use crate::distributed::{
     add_into, block_range, divisors, extract_blocks, ones_pattern, push_triplets, shift_coo, timed,
-    word_counts, DistAlgorithm,
+    word_counts,
 };
 use crate::kernels::{self, CsrRef, Kernel, Transposed};
 use crate::problem::{FusedMmError, Problem, RankOutput, RankPiece, Strategy};
-use crate::Dense;
+use crate::{Dense, DistAlgorithm};
 use parbench_common::{Csr, Par};
 use std::ops::Range;
 
@@ -331,6 +332,55 @@ impl DistAlgorithm for DenseReplicate25 {
 
     fn strategies(&self) -> &'static [Strategy] {
         &[Strategy::NoElision, Strategy::ReplicationReuse]
+    }
+
+    /// As 1.5D dense shifting's no elision and reuse, with a shift round replaced by
+    /// `s = sqrt(p / c)` sparse shifts (COO, two messages each) and `s` dense shifts:
+    /// `Z_2 + D(y) = 3 nnz s / p + s y r / p` words in `3 s` messages (none when `s = 1`).
+    fn cost(&self, kernel: Kernel, strategy: Strategy, s: Shape) -> Option<Cost> {
+        let side = layer_side(s.p, s.c)?;
+        let (r, p, nnz) = (s.r as f64, s.p as f64, s.nnz as f64);
+        let sd = side as f64;
+        let w = |x: usize| s.fiber(x);
+        let round = |y: usize| {
+            if side > 1 {
+                PhaseCost::new(3.0 * nnz * sd / p + sd * y as f64 * r / p, 3.0 * sd)
+            } else {
+                PhaseCost::NONE
+            }
+        };
+        let (m, n) = (s.m, s.n);
+        let mut cost = Cost::default();
+        let mut add = |phase, each, times| cost.add(phase, each, times);
+        use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
+        match (kernel, strategy) {
+            (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
+                add(Repl, w(m), 1.0);
+                add(Prop, round(n), 1.0);
+            }
+            (Kernel::SpmmA, _) => {
+                add(Prop, round(n), 1.0);
+                add(Red, w(m), 1.0);
+            }
+            (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
+                add(Repl, w(n), 1.0);
+                add(Prop, round(m), 2.0);
+            }
+            (Kernel::FusedMmA, _) => {
+                add(Repl, w(m), 1.0);
+                add(Prop, round(n), 2.0);
+                add(Red, w(m), 1.0);
+            }
+            (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
+                add(Repl, w(m), 1.0);
+                add(Prop, round(n), 2.0);
+            }
+            (Kernel::FusedMmB, _) => {
+                add(Repl, w(m), 2.0);
+                add(Prop, round(n), 2.0);
+            }
+        }
+        Some(cost)
     }
 
     fn run_rank(

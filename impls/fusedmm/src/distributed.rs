@@ -1,5 +1,5 @@
-//! The contract every distributed algorithm implements, the in-process driver, and the block
-//! helpers they share.
+//! The drivers of the distributed algorithms ([`crate::DistAlgorithm`], in `lib.rs`), the grid
+//! questions the harness asks of them, and the block helpers they share.
 //!
 //! An algorithm runs on one rank at a time: [`DistAlgorithm::run_rank`] takes the rank's
 //! communicator and the global problem, takes its own blocks out of it (setup, no
@@ -16,41 +16,11 @@
 use crate::comm::threads::run_threads;
 use crate::comm::{block_start, CommError, Communicator, Phase};
 use crate::kernels::Kernel;
-use crate::problem::{
-    DistRun, FusedMmError, KernelOutput, Problem, RankOutput, RankPiece, Strategy,
-};
-use crate::Dense;
+use crate::problem::{DistRun, FusedMmError, KernelOutput, Problem, RankPiece, Strategy};
+use crate::{Dense, DistAlgorithm};
 use parbench_common::{Csr, Par};
 use std::ops::Range;
 use std::time::Instant;
-
-/// One distributed algorithm for all five kernels, with one input and output distribution.
-pub trait DistAlgorithm: Sync {
-    /// The name used on the command line (`1.5d-dense-shift`).
-    fn name(&self) -> &'static str;
-
-    /// Whether `p` ranks with replication factor `c` form a valid grid; the error lists the
-    /// values of `c` that would work.
-    fn check_grid(&self, p: usize, c: usize) -> Result<(), FusedMmError>;
-
-    /// The strategies this algorithm offers for a fused kernel (non-fused kernels ignore the
-    /// strategy). Default: only [`Strategy::NoElision`].
-    fn strategies(&self) -> &'static [Strategy] {
-        &[Strategy::NoElision]
-    }
-
-    /// Runs `kernel` on this rank of a `comm.size()`-rank grid with replication factor `c`.
-    /// Every rank calls it with the same arguments.
-    fn run_rank(
-        &self,
-        comm: &dyn Communicator,
-        problem: &Problem,
-        kernel: Kernel,
-        strategy: Strategy,
-        c: usize,
-        par: Par,
-    ) -> Result<RankOutput, FusedMmError>;
-}
 
 /// Checks that `strategy` is one the algorithm offers, for fused kernels.
 pub fn check_strategy(
@@ -381,6 +351,36 @@ pub fn push_triplets(
 /// The divisors of `p` (the replication factors of a 1.5D grid).
 pub fn divisors(p: usize) -> Vec<usize> {
     (1..=p).filter(|&c| p.is_multiple_of(c)).collect()
+}
+
+/// The replication factor `alg` runs with when `replication` is asked for: `replication`,
+/// except for an algorithm that does not replicate ([`DistAlgorithm::replicates`], the 1D
+/// baseline), which runs at `c = 1` beside the others at every `c` (also for 0, "try every
+/// valid `c`").
+pub fn replication_for(alg: &dyn DistAlgorithm, replication: usize) -> usize {
+    if alg.replicates() {
+        replication
+    } else {
+        1
+    }
+}
+
+/// The replication factors `alg` accepts on `p` ranks for `kernel` and `strategy`: the `c` that
+/// form its grid ([`DistAlgorithm::check_grid`]), none when it does not offer `strategy` for a
+/// fused kernel.
+pub fn valid_replications(
+    alg: &dyn DistAlgorithm,
+    kernel: Kernel,
+    strategy: Strategy,
+    p: usize,
+) -> Vec<usize> {
+    if check_strategy(alg, kernel, strategy).is_err() {
+        return Vec::new();
+    }
+    divisors(p)
+        .into_iter()
+        .filter(|&c| alg.check_grid(p, c).is_ok())
+        .collect()
 }
 
 /// Runs `f`, adding its wall time to `seconds`.

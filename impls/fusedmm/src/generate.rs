@@ -9,6 +9,9 @@
 //!   `edge_factor * 2^scale` edges, each edge choosing one of four quadrants per level with
 //!   probabilities `(a, b, c, d)`; duplicate edges are merged (their values summed). Power-law
 //!   degrees, so nnz-balanced partitions matter. Sequential, one stream per edge block.
+//! - [`circulant`]: `S_ij != 0` iff `i + j` is a multiple of `cols / per_row`, a pattern whose
+//!   nonzeros split evenly over every block, so the cost model of the algorithms that move
+//!   nonzeros is exact on it. Values uniform in (0, 1].
 //! - [`random_permutation`] and [`permute`]: Fisher-Yates from a seed; `permute` moves entry
 //!   `(i, j)` to `(row_perm[i], col_perm[j])`.
 
@@ -49,6 +52,14 @@ pub enum GenerateError {
         /// Rows asked for.
         rows: usize,
         /// Columns asked for.
+        cols: usize,
+    },
+    /// A circulant pattern whose nonzeros per row do not divide the columns.
+    #[error("the circulant generator needs nnz_per_row to divide cols ({per_row} does not divide {cols})")]
+    CirculantPeriod {
+        /// Nonzeros per row asked for.
+        per_row: usize,
+        /// Columns of the matrix.
         cols: usize,
     },
     /// The generated triplets did not form a valid CSR.
@@ -172,6 +183,41 @@ pub fn rmat(spec: &RmatSpec) -> Result<Csr, GenerateError> {
         }
     }
     Ok(Csr::from_triplets(n, n, &triplets)?)
+}
+
+/// The period of the circulant pattern with `per_row` nonzeros in each of `cols` columns,
+/// `cols / per_row`; an error unless `per_row` is positive and divides `cols`.
+pub fn circulant_period(cols: usize, per_row: usize) -> Result<usize, GenerateError> {
+    if per_row == 0 || !cols.is_multiple_of(per_row) {
+        return Err(GenerateError::CirculantPeriod { per_row, cols });
+    }
+    Ok(cols / per_row)
+}
+
+/// A circulant pattern: entry `(i, j)` present iff `(i + j) % period == 0` with
+/// `period = cols / per_row` ([`circulant_period`]), values uniform in `(0, 1]` from the seed.
+/// Every row has `per_row` nonzeros, and any block whose columns are a contiguous range of a
+/// multiple of `period` columns holds exactly one nonzero a row per period, so the algorithms
+/// that move nonzeros send the cost model's average exactly. O(rows per_row), sequential.
+pub fn circulant(
+    rows: usize,
+    cols: usize,
+    per_row: usize,
+    seed: u64,
+) -> Result<Csr, GenerateError> {
+    let period = circulant_period(cols, per_row)?;
+    if rows > u32::MAX as usize || cols > u32::MAX as usize {
+        return Err(GenerateError::TooLarge { rows, cols });
+    }
+    let mut rng = Rng::new(seed);
+    let mut triplets = Vec::with_capacity(rows.saturating_mul(per_row));
+    for i in 0..rows {
+        let first = (period - i % period) % period;
+        for j in (first..cols).step_by(period) {
+            triplets.push((i, j, 1.0 - rng.next_f64()));
+        }
+    }
+    Ok(Csr::from_triplets(rows, cols, &triplets)?)
 }
 
 /// A uniformly random permutation of `0..n` (Fisher-Yates), as `u32` targets.

@@ -12,21 +12,28 @@
 //! - [`kernels`]: the local kernels (rayon, nnz-balanced), the fused ones never storing `R`, and
 //!   [`flops`] for GFLOP/s.
 //! - [`reference`](mod@reference): dense, obviously right versions for the tests.
-//! - [`generate`]: seeded Erdős-Rényi (fixed nonzeros per row) and R-MAT matrices, random
-//!   permutations. [`mtx`]: MatrixMarket reader and writer.
+//! - [`local`]: the serial kernels on the whole problem, the `local` and `local-unfused`
+//!   variants (the equivalence reference of the distributed ones).
+//! - [`generate`]: seeded Erdős-Rényi (fixed nonzeros per row), R-MAT and circulant matrices,
+//!   random permutations. [`mtx`]: MatrixMarket reader and writer.
 //! - [`comm`]: the [`comm::Communicator`] trait (MPI-shaped and object safe, so the algorithms
 //!   run unchanged on every backend), the counting convention, [`comm::threads`], the
 //!   in-process backend (one thread per rank, channels only), and with the `mpi` feature
 //!   `comm::mpi`, the MPI backend (rsmpi on OpenMPI, one process per rank).
-//! - [`distributed`]: the [`DistAlgorithm`] trait every algorithm implements, [`run_in_process`]
-//!   and, with the `mpi` feature, `run_mpi` (the ranks of an MPI job); one file per algorithm:
+//! - here, in `lib.rs`: the [`DistAlgorithm`] trait every algorithm implements (its grid, its
+//!   strategies and its cost model are methods), the registry [`algorithms`] and the named
+//!   [`Variant`]s derived from it ([`variant_names`], [`variant`]).
+//! - [`distributed`]: [`run_in_process`] and, with the `mpi` feature, `run_mpi` (the ranks of an
+//!   MPI job), and the grid questions ([`distributed::valid_replications`],
+//!   [`distributed::replication_for`]); one file per algorithm:
 //!   [`one_d`] (the paper's 1D baseline),
 //!   [`dense_shift`] (1.5D dense shifting, dense replicating, with the three FusedMM
 //!   strategies), [`sparse_shift`] (1.5D sparse shifting, dense replicating: no elision and
 //!   replication reuse), [`dense_replicate`] (2.5D dense replicating, Cannon-like layers: no
 //!   elision and replication reuse) and [`sparse_replicate`] (2.5D sparse replicating: no
 //!   elision).
-//! - [`cost_model`]: words and messages per rank per phase, predicted, and the best `c`.
+//! - [`cost_model`]: words and messages per rank per phase, predicted (each algorithm's
+//!   [`DistAlgorithm::cost`]), and the best `c`.
 //! - [`apps`]: the applications, ALS with batched CG ([`apps::als`]) and a graph attention
 //!   forward pass ([`apps::gat`]), on the serial kernels or any distributed algorithm, with a
 //!   time breakdown.
@@ -78,6 +85,7 @@ pub mod dense_shift;
 pub mod distributed;
 pub mod generate;
 pub mod kernels;
+pub mod local;
 pub mod mtx;
 pub mod one_d;
 pub mod problem;
@@ -85,12 +93,13 @@ pub mod reference;
 pub mod sparse_replicate;
 pub mod sparse_shift;
 
+pub use cost_model::{Cost, Shape};
 pub use dense::Dense;
 pub use dense_replicate::DenseReplicate25;
 pub use dense_shift::DenseShift15;
+pub use distributed::run_in_process;
 #[cfg(feature = "mpi")]
 pub use distributed::run_mpi;
-pub use distributed::{run_in_process, DistAlgorithm};
 pub use kernels::{flops, CsrRef, Kernel, Transposed};
 pub use one_d::OneD;
 pub use parbench_common::{Csr, Par};
@@ -98,23 +107,177 @@ pub use problem::{DistRun, FusedMmError, KernelOutput, Problem, RankOutput, Rank
 pub use sparse_replicate::SparseReplicate25;
 pub use sparse_shift::SparseShift15;
 
-/// Every distributed algorithm, in the order the tables list them.
-pub fn algorithms() -> Vec<Box<dyn DistAlgorithm>> {
-    vec![
-        Box::new(OneD),
-        Box::new(DenseShift15),
-        Box::new(SparseShift15),
-        Box::new(DenseReplicate25),
-        Box::new(SparseReplicate25),
+use comm::Communicator;
+use std::sync::OnceLock;
+
+/// One distributed algorithm for all five kernels, with one input and output distribution.
+///
+/// Required: the name, the grid it runs on and the run itself; everything else has a
+/// documented default. Adding an algorithm is its file and one line in [`algorithms`]: the
+/// variant names, `parbench list`, the `--algorithm` choices and the cost-model columns all
+/// derive from the registry.
+pub trait DistAlgorithm: Sync {
+    /// The name used on the command line (`1.5d-dense-shift`).
+    fn name(&self) -> &'static str;
+
+    /// Whether `p` ranks with replication factor `c` form a valid grid; the error lists the
+    /// values of `c` that would work.
+    fn check_grid(&self, p: usize, c: usize) -> Result<(), FusedMmError>;
+
+    /// The strategies this algorithm offers for a fused kernel (non-fused kernels ignore the
+    /// strategy). Default: only [`Strategy::NoElision`].
+    fn strategies(&self) -> &'static [Strategy] {
+        &[Strategy::NoElision]
+    }
+
+    /// Whether the algorithm takes a replication factor. An algorithm that does not always
+    /// runs at `c = 1` ([`distributed::replication_for`]), so an experiment sweeping `c` runs
+    /// it beside the others at every `c`. Default: `true`.
+    fn replicates(&self) -> bool {
+        true
+    }
+
+    /// The name of the variant that runs this algorithm with `strategy`, as experiments and
+    /// `parbench list` spell it. Default: `algorithm/strategy` (`1.5d-dense-shift/reuse`).
+    fn variant_name(&self, strategy: Strategy) -> String {
+        format!("{}/{}", self.name(), strategy.name())
+    }
+
+    /// The words and messages every rank sends, per phase, when `kernel` runs with `strategy`
+    /// on `shape` (paper Section V; see [`cost_model`]). Called through
+    /// [`cost_model::predict`], which checks the grid and the strategy first. Default: `None`,
+    /// no model (the harness then reports the measured counts alone).
+    fn cost(&self, kernel: Kernel, strategy: Strategy, shape: Shape) -> Option<Cost> {
+        let _ = (kernel, strategy, shape);
+        None
+    }
+
+    /// Runs `kernel` on this rank of a `comm.size()`-rank grid with replication factor `c`.
+    /// Every rank calls it with the same arguments.
+    fn run_rank(
+        &self,
+        comm: &dyn Communicator,
+        problem: &Problem,
+        kernel: Kernel,
+        strategy: Strategy,
+        c: usize,
+        par: Par,
+    ) -> Result<RankOutput, FusedMmError>;
+}
+
+/// Every distributed algorithm, in the order the tables list them: the registry, the one list
+/// a new algorithm is added to.
+pub fn algorithms() -> &'static [&'static dyn DistAlgorithm] {
+    &[
+        &OneD,
+        &DenseShift15,
+        &SparseShift15,
+        &DenseReplicate25,
+        &SparseReplicate25,
     ]
 }
 
 /// The algorithm called `name`, if there is one.
-pub fn algorithm(name: &str) -> Option<Box<dyn DistAlgorithm>> {
-    algorithms().into_iter().find(|a| a.name() == name)
+pub fn algorithm(name: &str) -> Option<&'static dyn DistAlgorithm> {
+    algorithms().iter().copied().find(|a| a.name() == name)
 }
 
 /// Names of every algorithm.
 pub fn algorithm_names() -> Vec<&'static str> {
     algorithms().iter().map(|a| a.name()).collect()
+}
+
+/// One way of running a kernel that experiments name: the serial kernels on the whole problem,
+/// or a distributed algorithm with one strategy.
+#[derive(Clone, Copy)]
+pub enum Variant {
+    /// The serial kernels on the whole problem ([`local`]): `local` with the fused FusedMMA/B
+    /// kernels (`fused`), `local-unfused` with FusedMMA/B as SDDMM then SpMM.
+    Local {
+        /// Whether FusedMMA/B run as one fused kernel.
+        fused: bool,
+    },
+    /// A distributed algorithm with one of its strategies.
+    Distributed {
+        /// The algorithm.
+        algorithm: &'static dyn DistAlgorithm,
+        /// The strategy its fused kernels use.
+        strategy: Strategy,
+    },
+}
+
+impl std::fmt::Debug for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Variant::Local { fused } => f.debug_struct("Local").field("fused", fused).finish(),
+            Variant::Distributed {
+                algorithm,
+                strategy,
+            } => f
+                .debug_struct("Distributed")
+                .field("algorithm", &algorithm.name())
+                .field("strategy", strategy)
+                .finish(),
+        }
+    }
+}
+
+impl Variant {
+    /// The algorithm and strategy of a distributed variant, `None` for a local one.
+    pub fn distributed(self) -> Option<(&'static dyn DistAlgorithm, Strategy)> {
+        match self {
+            Variant::Local { .. } => None,
+            Variant::Distributed {
+                algorithm,
+                strategy,
+            } => Some((algorithm, strategy)),
+        }
+    }
+}
+
+/// Every variant with its name, built once: the local ones, then every algorithm of
+/// [`algorithms`] with each strategy it offers ([`DistAlgorithm::variant_name`]).
+fn named_variants() -> &'static [(String, Variant)] {
+    static ALL: OnceLock<Vec<(String, Variant)>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all = vec![
+            (local::LOCAL.to_string(), Variant::Local { fused: true }),
+            (
+                local::LOCAL_UNFUSED.to_string(),
+                Variant::Local { fused: false },
+            ),
+        ];
+        for &algorithm in algorithms() {
+            for &strategy in algorithm.strategies() {
+                all.push((
+                    algorithm.variant_name(strategy),
+                    Variant::Distributed {
+                        algorithm,
+                        strategy,
+                    },
+                ));
+            }
+        }
+        all
+    })
+}
+
+/// Names of every variant, in the order the tables list them: `local`, `local-unfused`, then
+/// each algorithm with each strategy it offers (`1d`, `1.5d-dense-shift/none`, ...).
+pub fn variant_names() -> Vec<&'static str> {
+    named_variants().iter().map(|(n, _)| n.as_str()).collect()
+}
+
+/// The variant called `name`, if there is one.
+pub fn variant(name: &str) -> Option<Variant> {
+    named_variants()
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|&(_, v)| v)
+}
+
+/// The algorithm and strategy of the distributed variant called `name` (`None` for a local
+/// variant or an unknown name).
+pub fn distributed_variant(name: &str) -> Option<(&'static dyn DistAlgorithm, Strategy)> {
+    variant(name).and_then(Variant::distributed)
 }

@@ -15,12 +15,11 @@
 //! touches), like every other algorithm here. Deterministic: every sum has a fixed order.
 
 use crate::comm::{Communicator, Phase};
-use crate::distributed::{
-    block_range, extract_blocks, push_triplets, timed, word_counts, DistAlgorithm,
-};
+use crate::cost_model::{Cost, PhaseCost, Shape};
+use crate::distributed::{block_range, extract_blocks, push_triplets, timed, word_counts};
 use crate::kernels::{self, CsrRef, Kernel, Transposed};
 use crate::problem::{FusedMmError, Problem, RankOutput, RankPiece, Strategy};
-use crate::Dense;
+use crate::{Dense, DistAlgorithm};
 use parbench_common::Par;
 
 /// The 1D block-row baseline.
@@ -43,6 +42,34 @@ impl DistAlgorithm for OneD {
             });
         }
         Ok(())
+    }
+
+    /// The baseline has no replication factor: it runs at `c = 1` beside the others.
+    fn replicates(&self) -> bool {
+        false
+    }
+
+    /// Its one strategy needs no name: the variant is `1d`.
+    fn variant_name(&self, _strategy: Strategy) -> String {
+        self.name().to_string()
+    }
+
+    /// `G = (p - 1) n r / p` words in `p - 1` messages: a ring all-gather of `B` (or
+    /// reduce-scatter of the SpMMB output) over all ranks, once per pass.
+    fn cost(&self, kernel: Kernel, _strategy: Strategy, s: Shape) -> Option<Cost> {
+        let (n, r, p) = (s.n as f64, s.r as f64, s.p as f64);
+        let g = PhaseCost::new((p - 1.0) * n * r / p, p - 1.0);
+        let mut cost = Cost::default();
+        match kernel {
+            Kernel::Sddmm | Kernel::SpmmA => cost.add(Phase::Propagation, g, 1.0),
+            Kernel::SpmmB => cost.add(Phase::Reduction, g, 1.0),
+            Kernel::FusedMmA => cost.add(Phase::Propagation, g, 2.0),
+            Kernel::FusedMmB => {
+                cost.add(Phase::Propagation, g, 1.0);
+                cost.add(Phase::Reduction, g, 1.0);
+            }
+        }
+        Some(cost)
     }
 
     fn run_rank(

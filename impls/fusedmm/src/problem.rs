@@ -162,6 +162,17 @@ pub enum KernelOutput {
     Dense(Dense),
 }
 
+impl KernelOutput {
+    /// The output as one vector, to compare variants entry by entry: the values of a sparse
+    /// output in CSR order (the pattern of `S`), a dense output row by row.
+    pub fn flatten(&self) -> Vec<f64> {
+        match self {
+            KernelOutput::Sparse(s) => s.values().to_vec(),
+            KernelOutput::Dense(d) => d.data().to_vec(),
+        }
+    }
+}
+
 /// One rank's piece of a kernel's result, in global coordinates.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RankPiece {

@@ -38,13 +38,12 @@
 //! `W_S + 2 D + W_S`. See [`crate::cost_model`]. Deterministic.
 
 use crate::comm::{Communicator, Phase};
+use crate::cost_model::{Cost, PhaseCost, Shape};
 use crate::dense_replicate::{check_grid_25, grid_factors, layer_side};
-use crate::distributed::{
-    add_into, block_range, extract_blocks, ones_pattern, timed, DistAlgorithm,
-};
+use crate::distributed::{add_into, block_range, extract_blocks, ones_pattern, timed};
 use crate::kernels::{self, CsrRef, Kernel, Transposed};
 use crate::problem::{FusedMmError, Problem, RankOutput, RankPiece, Strategy};
-use crate::{comm::even_counts, Dense};
+use crate::{comm::even_counts, Dense, DistAlgorithm};
 use parbench_common::{Csr, Par};
 use std::ops::Range;
 
@@ -187,6 +186,39 @@ impl DistAlgorithm for SparseReplicate25 {
 
     fn check_grid(&self, p: usize, c: usize) -> Result<(), FusedMmError> {
         check_grid_25(self.name(), p, c)
+    }
+
+    /// `W_S = (c - 1) nnz / p` words in `c - 1` messages (values of the replicated `S` along a
+    /// fiber) and, with `s = sqrt(p / c)`, a round of `s` shifts of both dense inputs,
+    /// `E = s (m + n) r / p` words in `2 s` messages (none when `s = 1`).
+    fn cost(&self, kernel: Kernel, _strategy: Strategy, s: Shape) -> Option<Cost> {
+        let side = layer_side(s.p, s.c)?;
+        let (m, n, r, p, c) = (s.m as f64, s.n as f64, s.r as f64, s.p as f64, s.c as f64);
+        let nnz = s.nnz as f64;
+        let sd = side as f64;
+        let values = PhaseCost::new((c - 1.0) * nnz / p, c - 1.0);
+        let round = if side > 1 {
+            PhaseCost::new(sd * (m + n) * r / p, 2.0 * sd)
+        } else {
+            PhaseCost::NONE
+        };
+        let mut cost = Cost::default();
+        match kernel {
+            Kernel::Sddmm => {
+                cost.add(Phase::Propagation, round, 1.0);
+                cost.add(Phase::Reduction, values, 1.0);
+            }
+            Kernel::SpmmA | Kernel::SpmmB => {
+                cost.add(Phase::Replication, values, 1.0);
+                cost.add(Phase::Propagation, round, 1.0);
+            }
+            Kernel::FusedMmA | Kernel::FusedMmB => {
+                cost.add(Phase::Replication, values, 1.0);
+                cost.add(Phase::Propagation, round, 2.0);
+                cost.add(Phase::Reduction, values, 1.0);
+            }
+        }
+        Some(cost)
     }
 
     fn run_rank(

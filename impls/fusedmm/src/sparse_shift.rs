@@ -46,13 +46,14 @@
 //! by the grid.
 
 use crate::comm::{Communicator, Phase};
+use crate::cost_model::{Cost, PhaseCost, Shape};
 use crate::distributed::{
     add_into, block_range, divisors, extract_blocks, ones_pattern, push_triplets, shift_coo, timed,
-    word_counts, DistAlgorithm,
+    word_counts,
 };
 use crate::kernels::{self, CsrRef, Kernel, Transposed};
 use crate::problem::{FusedMmError, Problem, RankOutput, RankPiece, Strategy};
-use crate::Dense;
+use crate::{Dense, DistAlgorithm};
 use parbench_common::{Csr, Par};
 use std::ops::Range;
 
@@ -276,6 +277,51 @@ impl DistAlgorithm for SparseShift15 {
 
     fn strategies(&self) -> &'static [Strategy] {
         &[Strategy::NoElision, Strategy::ReplicationReuse]
+    }
+
+    /// Fiber collectives `W(x)` (see [`Shape::fiber`]) and `q = p / c` shifts of a COO block,
+    /// `Z_1 = 3 nnz / c` words (indices and values, three words a nonzero) in `2 q` messages
+    /// (none when `q = 1`); the average over ranks.
+    fn cost(&self, kernel: Kernel, strategy: Strategy, s: Shape) -> Option<Cost> {
+        let (p, c, nnz) = (s.p as f64, s.c as f64, s.nnz as f64);
+        let w = |x: usize| s.fiber(x);
+        let z = if s.p / s.c > 1 {
+            PhaseCost::new(3.0 * nnz / c, 2.0 * (p / c))
+        } else {
+            PhaseCost::NONE
+        };
+        let (m, n) = (s.m, s.n);
+        let mut cost = Cost::default();
+        let mut add = |phase, each, times| cost.add(phase, each, times);
+        use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
+        match (kernel, strategy) {
+            (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
+                add(Repl, w(m), 1.0);
+                add(Prop, z, 1.0);
+            }
+            (Kernel::SpmmA, _) => {
+                add(Prop, z, 1.0);
+                add(Red, w(m), 1.0);
+            }
+            (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
+                add(Repl, w(n), 1.0);
+                add(Prop, z, 2.0);
+            }
+            (Kernel::FusedMmA, _) => {
+                add(Repl, w(m), 1.0);
+                add(Prop, z, 2.0);
+                add(Red, w(m), 1.0);
+            }
+            (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
+                add(Repl, w(m), 1.0);
+                add(Prop, z, 2.0);
+            }
+            (Kernel::FusedMmB, _) => {
+                add(Repl, w(m), 2.0);
+                add(Prop, z, 2.0);
+            }
+        }
+        Some(cost)
     }
 
     fn run_rank(

@@ -157,11 +157,11 @@ fn als_is_the_same_on_every_distributed_algorithm() {
     config.cg_iterations = 4;
     let serial = als::als(&s, &config, KernelExecution::Serial(Par::Seq)).unwrap();
     let mut runs = 0;
-    for alg in algorithms() {
-        for (p, c) in grids(&*alg, &[1, 4, 6, 8]) {
+    for &alg in algorithms() {
+        for (p, c) in grids(alg, &[1, 4, 6, 8]) {
             for &strategy in alg.strategies() {
                 let backend = KernelExecution::Distributed {
-                    algorithm: &*alg,
+                    algorithm: alg,
                     strategy,
                     p,
                     c,
@@ -206,7 +206,7 @@ fn als_rejects_bad_input() {
     ));
     let dense_shift = fusedmm::algorithm("1.5d-dense-shift").unwrap();
     let bad_grid = KernelExecution::Distributed {
-        algorithm: &*dense_shift,
+        algorithm: dense_shift,
         strategy: Strategy::NoElision,
         p: 4,
         c: 3,
@@ -218,7 +218,7 @@ fn als_rejects_bad_input() {
     ));
     let one_d = fusedmm::algorithm("1d").unwrap();
     let bad_strategy = KernelExecution::Distributed {
-        algorithm: &*one_d,
+        algorithm: one_d,
         strategy: Strategy::LocalKernelFusion,
         p: 2,
         c: 1,
@@ -304,10 +304,10 @@ fn gat_is_the_same_on_every_distributed_algorithm() {
     let features = Dense::random(adjacency.nrows(), 5, 1);
     let layer = GatLayer::random(5, 6, 2, HeadCombine::Concat, 7);
     let expected = gat::reference_forward(&adjacency, &features, &layer);
-    for alg in algorithms() {
-        for (p, c) in grids(&*alg, &[2, 4, 8]) {
+    for &alg in algorithms() {
+        for (p, c) in grids(alg, &[2, 4, 8]) {
             let backend = KernelExecution::Distributed {
-                algorithm: &*alg,
+                algorithm: alg,
                 strategy: Strategy::NoElision,
                 p,
                 c,

@@ -109,17 +109,17 @@ fn every_algorithm_matches_the_serial_kernels() {
     for (case, &(m, n, r, per_row)) in shapes.iter().enumerate() {
         let pr = problem(m, n, r, per_row, 10 * case as u64);
         let expected: Vec<_> = Kernel::ALL.iter().map(|&k| serial(&pr, k)).collect();
-        for alg in algorithms() {
-            for (p, c) in grids(&*alg, &[1, 2, 3, 4, 6, 8]) {
+        for &alg in algorithms() {
+            for (p, c) in grids(alg, &[1, 2, 3, 4, 6, 8]) {
                 for (ki, &kernel) in Kernel::ALL.iter().enumerate() {
-                    for strategy in runs(&*alg, kernel) {
+                    for strategy in runs(alg, kernel) {
                         let what = format!(
                             "{} {} {} p={p} c={c} m={m} n={n} r={r} nnz/row={per_row}",
                             alg.name(),
                             kernel.name(),
                             strategy.name()
                         );
-                        let run = run_in_process(&*alg, &pr, kernel, strategy, p, c, Par::Seq)
+                        let run = run_in_process(alg, &pr, kernel, strategy, p, c, Par::Seq)
                             .unwrap_or_else(|e| panic!("{what}: {e}"));
                         assert_output_close(&what, &run.output, &expected[ki].0, &expected[ki].1);
                         let sent: u64 = run.stats.iter().map(|s| s.total().words_sent).sum();
@@ -135,9 +135,9 @@ fn every_algorithm_matches_the_serial_kernels() {
 #[test]
 fn local_parallelism_inside_ranks_gives_the_same_answer() {
     let pr = problem(41, 43, 8, 6, 77);
-    for alg in algorithms() {
+    for &alg in algorithms() {
         // The largest replication factor below p that the algorithm accepts on 4 ranks.
-        let c = grids(&*alg, &[4])
+        let c = grids(alg, &[4])
             .iter()
             .map(|&(_, c)| c)
             .filter(|&c| c < 4)
@@ -145,9 +145,9 @@ fn local_parallelism_inside_ranks_gives_the_same_answer() {
             .unwrap();
         for kernel in Kernel::ALL {
             let seq =
-                run_in_process(&*alg, &pr, kernel, Strategy::NoElision, 4, c, Par::Seq).unwrap();
-            let par = run_in_process(&*alg, &pr, kernel, Strategy::NoElision, 4, c, Par::Rayon(2))
-                .unwrap();
+                run_in_process(alg, &pr, kernel, Strategy::NoElision, 4, c, Par::Seq).unwrap();
+            let par =
+                run_in_process(alg, &pr, kernel, Strategy::NoElision, 4, c, Par::Rayon(2)).unwrap();
             assert_eq!(seq.output, par.output, "{} {}", alg.name(), kernel.name());
         }
     }
@@ -175,7 +175,7 @@ fn assert_counts_equal_model(alg: &dyn DistAlgorithm, pr: &Problem, ps: &[usize]
                     p,
                     c,
                 };
-                let model = cost_model::predict(alg.name(), kernel, strategy, shape)
+                let model = cost_model::predict(alg, kernel, strategy, shape)
                     .unwrap_or_else(|| panic!("{what}: no model"));
                 for (rank, st) in run.stats.iter().enumerate() {
                     for phase in Phase::ALL {
@@ -226,8 +226,8 @@ fn measured_counts_equal_the_model_when_blocks_divide_evenly() {
     const PS: [usize; 7] = [1, 2, 3, 4, 6, 8, 12];
     for &(m, n) in &[(96, 48), (48, 144)] {
         let pr = comb_problem(m, n, 24, m as u64 + n as u64);
-        for alg in algorithms() {
-            assert_counts_equal_model(&*alg, &pr, &PS);
+        for &alg in algorithms() {
+            assert_counts_equal_model(alg, &pr, &PS);
         }
     }
 }
@@ -238,11 +238,11 @@ fn dense_only_algorithms_match_the_model_for_any_pattern_and_width() {
     // m and n are multiples of every p tested.
     for &(m, n, r) in &[(48, 24, 3), (24, 72, 4), (96, 96, 1)] {
         let pr = problem(m, n, r, 3, m as u64 + n as u64);
-        for alg in algorithms() {
+        for &alg in algorithms() {
             if alg.name() != "1d" && alg.name() != "1.5d-dense-shift" {
                 continue;
             }
-            assert_counts_equal_model(&*alg, &pr, &[1, 2, 3, 4, 6, 8, 12]);
+            assert_counts_equal_model(alg, &pr, &[1, 2, 3, 4, 6, 8, 12]);
         }
     }
 }
@@ -264,7 +264,7 @@ fn uneven_blocks_stay_within_one_row_per_block_of_the_model() {
                     p,
                     c,
                 };
-                let model = cost_model::predict(alg.name(), kernel, strategy, shape).unwrap();
+                let model = cost_model::predict(&alg, kernel, strategy, shape).unwrap();
                 for st in &run.stats {
                     let total = st.total();
                     // Each message carries at most one more row than the average block.
@@ -350,23 +350,122 @@ fn algorithms_are_found_by_name() {
 }
 
 #[test]
+fn variants_are_the_local_ones_then_every_algorithm_with_every_strategy() {
+    use fusedmm::local::{LOCAL, LOCAL_UNFUSED};
+    use fusedmm::Variant;
+    let mut expected = vec![LOCAL.to_string(), LOCAL_UNFUSED.to_string()];
+    for &alg in algorithms() {
+        for &strategy in alg.strategies() {
+            expected.push(alg.variant_name(strategy));
+        }
+    }
+    assert_eq!(fusedmm::variant_names(), expected);
+    // The names the experiment files use stay valid (a new algorithm only adds names).
+    for name in [
+        "1d",
+        "1.5d-dense-shift/none",
+        "1.5d-dense-shift/reuse",
+        "1.5d-dense-shift/fusion",
+        "1.5d-sparse-shift/none",
+        "1.5d-sparse-shift/reuse",
+        "2.5d-dense-replicate/none",
+        "2.5d-dense-replicate/reuse",
+        "2.5d-sparse-replicate/none",
+    ] {
+        assert!(expected.iter().any(|e| e == name), "{name}");
+    }
+    assert!(matches!(
+        fusedmm::variant(LOCAL),
+        Some(Variant::Local { fused: true })
+    ));
+    assert!(matches!(
+        fusedmm::variant(LOCAL_UNFUSED),
+        Some(Variant::Local { fused: false })
+    ));
+    assert!(fusedmm::distributed_variant(LOCAL).is_none());
+    for name in &expected[2..] {
+        let (alg, strategy) = fusedmm::distributed_variant(name).expect(name);
+        assert_eq!(&alg.variant_name(strategy), name);
+        assert!(alg.strategies().contains(&strategy), "{name}");
+    }
+    for bad in [
+        "1.5d-sparse-shift/fusion",
+        "1d/none",
+        "nope",
+        "1.5d-dense-shift",
+    ] {
+        assert!(fusedmm::variant(bad).is_none(), "{bad}");
+    }
+}
+
+#[test]
+fn every_algorithm_models_every_kernel_and_strategy_on_every_valid_grid() {
+    use fusedmm::distributed::{replication_for, valid_replications};
+    for &alg in algorithms() {
+        for p in [1, 2, 4, 6, 8, 9, 16] {
+            for kernel in Kernel::ALL {
+                for strategy in runs(alg, kernel) {
+                    let valid = valid_replications(alg, kernel, strategy, p);
+                    // c = 1 (1D, 1.5D) or c = p (2.5D, one layer of side 1) always works.
+                    assert!(!valid.is_empty(), "{} p={p}", alg.name());
+                    for c in divisors(p) {
+                        let shape = Shape {
+                            m: 12,
+                            n: 10,
+                            r: 3,
+                            nnz: 30,
+                            p,
+                            c,
+                        };
+                        let model = cost_model::predict(alg, kernel, strategy, shape);
+                        assert_eq!(
+                            model.is_some(),
+                            valid.contains(&c),
+                            "{} {kernel:?} {strategy:?} p={p} c={c}",
+                            alg.name()
+                        );
+                    }
+                    let best = cost_model::best_c(
+                        alg,
+                        kernel,
+                        strategy,
+                        Shape {
+                            m: 12,
+                            n: 10,
+                            r: 3,
+                            nnz: 30,
+                            p,
+                            c: 0,
+                        },
+                    );
+                    assert_eq!(best.is_some(), !valid.is_empty(), "{}", alg.name());
+                }
+            }
+        }
+        // An algorithm that does not replicate runs at c = 1 whatever is asked.
+        let expected = if alg.replicates() { 4 } else { 1 };
+        assert_eq!(replication_for(alg, 4), expected, "{}", alg.name());
+    }
+}
+
+#[test]
 fn permuted_rmat_matrices_match_on_every_algorithm() {
     use fusedmm::generate::{permute, random_permutation, rmat, RmatSpec};
     let s = rmat(&RmatSpec::new(6, 4, 3)).unwrap();
     let s = permute(&s, &random_permutation(64, 1), &random_permutation(64, 2)).unwrap();
     let pr = Problem::new(s, Dense::random(64, 7, 4), Dense::random(64, 7, 5)).unwrap();
-    for alg in algorithms() {
-        for (p, c) in grids(&*alg, &[4, 6]) {
+    for &alg in algorithms() {
+        for (p, c) in grids(alg, &[4, 6]) {
             for kernel in Kernel::ALL {
                 let (expected, bound) = serial(&pr, kernel);
-                for strategy in runs(&*alg, kernel) {
+                for strategy in runs(alg, kernel) {
                     let what = format!(
                         "rmat {} {} {} p={p} c={c}",
                         alg.name(),
                         kernel.name(),
                         strategy.name()
                     );
-                    let run = run_in_process(&*alg, &pr, kernel, strategy, p, c, Par::Seq).unwrap();
+                    let run = run_in_process(alg, &pr, kernel, strategy, p, c, Par::Seq).unwrap();
                     assert_output_close(&what, &run.output, &expected, &bound);
                 }
             }
@@ -380,21 +479,21 @@ fn layers_of_three_by_three_and_zero_width_column_blocks_match() {
     // empty, and 20 rows over 9 ranks leaves uneven row blocks.
     for (case, &(m, n, r, per_row)) in [(37, 29, 7, 4), (20, 50, 2, 3)].iter().enumerate() {
         let pr = problem(m, n, r, per_row, 100 + case as u64);
-        for alg in algorithms() {
+        for &alg in algorithms() {
             if !alg.name().starts_with("2.5d") {
                 continue;
             }
-            for (p, c) in grids(&*alg, &[9, 12, 18]) {
+            for (p, c) in grids(alg, &[9, 12, 18]) {
                 for kernel in Kernel::ALL {
                     let (expected, bound) = serial(&pr, kernel);
-                    for strategy in runs(&*alg, kernel) {
+                    for strategy in runs(alg, kernel) {
                         let what = format!(
                             "{} {} {} p={p} c={c} m={m} n={n} r={r}",
                             alg.name(),
                             kernel.name(),
                             strategy.name()
                         );
-                        let run = run_in_process(&*alg, &pr, kernel, strategy, p, c, Par::Seq)
+                        let run = run_in_process(alg, &pr, kernel, strategy, p, c, Par::Seq)
                             .unwrap_or_else(|e| panic!("{what}: {e}"));
                         assert_output_close(&what, &run.output, &expected, &bound);
                     }

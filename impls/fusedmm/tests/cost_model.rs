@@ -2,13 +2,18 @@
 //! sparse against dense shifting as phi = nnz / (n r) grows, and 2.5D replication reuse.
 
 use fusedmm::cost_model::{best_c, predict, Shape};
-use fusedmm::{Kernel, Strategy};
+use fusedmm::{DistAlgorithm, Kernel, Strategy};
 
 const ALG: &str = "1.5d-dense-shift";
 
+/// The registered algorithm called `name`.
+fn by_name(name: &str) -> &'static dyn DistAlgorithm {
+    fusedmm::algorithm(name).unwrap_or_else(|| panic!("no algorithm {name}"))
+}
+
 fn words(kernel: Kernel, strategy: Strategy, n: usize, r: usize, p: usize, c: usize) -> f64 {
     predict(
-        ALG,
+        by_name(ALG),
         kernel,
         strategy,
         Shape {
@@ -33,7 +38,7 @@ fn best(kernel: Kernel, strategy: Strategy, n: usize, r: usize, p: usize) -> usi
         p,
         c: 1,
     };
-    best_c(ALG, kernel, strategy, shape).unwrap()
+    best_c(by_name(ALG), kernel, strategy, shape).unwrap()
 }
 
 #[test]
@@ -91,16 +96,10 @@ fn unknown_algorithms_and_invalid_grids_have_no_prediction() {
         p: 6,
         c: 4,
     };
-    assert!(predict(ALG, Kernel::Sddmm, Strategy::NoElision, shape).is_none());
+    assert!(predict(by_name(ALG), Kernel::Sddmm, Strategy::NoElision, shape).is_none());
+    assert!(fusedmm::algorithm("2d").is_none());
     assert!(predict(
-        "2d",
-        Kernel::Sddmm,
-        Strategy::NoElision,
-        Shape { c: 2, ..shape }
-    )
-    .is_none());
-    assert!(predict(
-        "1d",
+        by_name("1d"),
         Kernel::FusedMmA,
         Strategy::ReplicationReuse,
         Shape { c: 1, ..shape }
@@ -124,8 +123,8 @@ fn best_words(alg: &str, strategies: &[Strategy], s: Shape) -> f64 {
     strategies
         .iter()
         .filter_map(|&st| {
-            let c = best_c(alg, Kernel::FusedMmA, st, s)?;
-            Some(predict(alg, Kernel::FusedMmA, st, Shape { c, ..s })?.total_words())
+            let c = best_c(by_name(alg), Kernel::FusedMmA, st, s)?;
+            Some(predict(by_name(alg), Kernel::FusedMmA, st, Shape { c, ..s })?.total_words())
         })
         .fold(f64::INFINITY, f64::min)
 }
@@ -156,8 +155,13 @@ fn two_and_a_half_d_reuse_communicates_less_than_no_elision() {
             let s = shape(n, r, (phi * (n * r) as f64) as usize, p);
             for kernel in [Kernel::FusedMmA, Kernel::FusedMmB] {
                 let words = |st, c| {
-                    predict("2.5d-dense-replicate", kernel, st, Shape { c, ..s })
-                        .map(|cost| cost.total_words())
+                    predict(
+                        by_name("2.5d-dense-replicate"),
+                        kernel,
+                        st,
+                        Shape { c, ..s },
+                    )
+                    .map(|cost| cost.total_words())
                 };
                 // At every replication factor that replicates, and at each strategy's best.
                 for c in fusedmm::dense_replicate::grid_factors(p) {
@@ -172,7 +176,7 @@ fn two_and_a_half_d_reuse_communicates_less_than_no_elision() {
                     );
                 }
                 let at_best = |st| {
-                    let c = best_c("2.5d-dense-replicate", kernel, st, s).unwrap();
+                    let c = best_c(by_name("2.5d-dense-replicate"), kernel, st, s).unwrap();
                     words(st, c).unwrap()
                 };
                 let (none, reuse) = (
@@ -196,14 +200,14 @@ fn new_algorithms_have_no_prediction_for_strategies_they_lack_or_bad_grids() {
         c: 4,
     };
     assert!(predict(
-        "2.5d-dense-replicate",
+        by_name("2.5d-dense-replicate"),
         Kernel::Sddmm,
         Strategy::NoElision,
         s
     )
     .is_none());
     assert!(predict(
-        "2.5d-sparse-replicate",
+        by_name("2.5d-sparse-replicate"),
         Kernel::Sddmm,
         Strategy::NoElision,
         s
@@ -211,7 +215,7 @@ fn new_algorithms_have_no_prediction_for_strategies_they_lack_or_bad_grids() {
     .is_none());
     let s = Shape { c: 2, ..s };
     assert!(predict(
-        "2.5d-dense-replicate",
+        by_name("2.5d-dense-replicate"),
         Kernel::Sddmm,
         Strategy::NoElision,
         s
@@ -223,7 +227,7 @@ fn new_algorithms_have_no_prediction_for_strategies_they_lack_or_bad_grids() {
         ("2.5d-sparse-replicate", Strategy::ReplicationReuse),
     ] {
         assert!(
-            predict(alg, Kernel::FusedMmA, strategy, s).is_none(),
+            predict(by_name(alg), Kernel::FusedMmA, strategy, s).is_none(),
             "{alg}"
         );
     }

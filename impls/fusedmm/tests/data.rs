@@ -1,6 +1,9 @@
 //! Generators, permutations and MatrixMarket files.
 
-use fusedmm::generate::{erdos_renyi, permute, random_permutation, rmat, GenerateError, RmatSpec};
+use fusedmm::generate::{
+    circulant, circulant_period, erdos_renyi, permute, random_permutation, rmat, GenerateError,
+    RmatSpec,
+};
 use fusedmm::mtx::{self, MatrixFile, MtxError};
 use fusedmm::{Csr, Dense, Par};
 
@@ -245,4 +248,31 @@ fn csr_built_from_a_file_is_usable_by_the_kernels() {
     let b = Dense::from_vec(3, 1, vec![3.0, 4.0, 5.0]).unwrap();
     let r = fusedmm::kernels::whole::sddmm(&s, &a, &b, Par::Seq).unwrap();
     assert_eq!(r.values(), &[6.0, 2.0, -10.0]);
+}
+
+#[test]
+fn circulant_pattern_has_fixed_nonzeros_per_row_and_column() {
+    let s = circulant(12, 12, 3, 7).unwrap();
+    assert_eq!(s.nnz(), 36);
+    for i in 0..12 {
+        let (cols, vals) = s.row(i);
+        assert_eq!(cols.len(), 3);
+        assert!(cols.iter().all(|&j| (i + j as usize).is_multiple_of(4)));
+        assert!(vals.iter().all(|&v| v > 0.0 && v <= 1.0));
+    }
+    assert_eq!(circulant(12, 12, 3, 7).unwrap(), s, "seeded");
+    assert_eq!(circulant_period(12, 3), Ok(4));
+    let err = circulant(12, 12, 5, 7).unwrap_err();
+    assert_eq!(
+        err,
+        GenerateError::CirculantPeriod {
+            per_row: 5,
+            cols: 12
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "the circulant generator needs nnz_per_row to divide cols (5 does not divide 12)"
+    );
+    assert!(circulant_period(12, 0).is_err());
 }

@@ -11,12 +11,17 @@
 //!   `min_count` times dropped; ids by decreasing frequency. Two streaming passes (count, then
 //!   encode), so the file is never held whole in memory. `.gz` files are decompressed on the fly.
 //!
+//! - Any dataset of the data dir by its name ([`Corpus::read_dataset`]): UCI with its vocabulary
+//!   found next to it ([`uci_vocab_for`]), a tar archive of one post per file (20 Newsgroups,
+//!   read by `parbench_common::corpora`, mail headers stripped), or text.
+//!
 //! Every malformed input is a [`CorpusError`] naming the file and the 1-based line. Header counts
 //! are not trusted for allocation beyond what the crate can hold (u32 ids and token counts):
 //! memory grows with what the file holds, except the table of `D` documents, which is allocated
 //! fallibly.
 
 use flate2::read::MultiGzDecoder;
+use parbench_common::corpora::{read_labeled_tar_gz, strip_mail_header, CorporaError};
 use parbench_common::text::{content_tokens, Vocab};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -180,6 +185,9 @@ pub enum CorpusError {
         /// Names given.
         found: usize,
     },
+    /// An archive of one document per file could not be read (the error names the archive).
+    #[error(transparent)]
+    Archive(#[from] CorporaError),
 }
 
 /// Documents as sequences of word ids in `0..num_words`.
@@ -284,6 +292,47 @@ impl Corpus {
         Corpus::new(docs, vocab.words().to_vec(), num_words)
     }
 
+    /// Reads a dataset by its file name: UCI (`docword.*`, with the `vocab.*` file next to it
+    /// when there is one, see [`uci_vocab_for`]), a `.tar.gz` / `.tgz` of one document per file
+    /// (20 Newsgroups; mail headers stripped, tokenized like [`Corpus::from_texts`]), or text
+    /// with one document per line (`.gz` allowed, see [`Corpus::read_text`]). `docs` keeps the
+    /// first documents (UCI: the first ids; an archive: the first files); `min_count` applies to
+    /// the text formats.
+    pub fn read_dataset(
+        path: &Path,
+        docs: Option<usize>,
+        min_count: u64,
+    ) -> Result<Corpus, CorpusError> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.starts_with("docword") {
+            let vocab = uci_vocab_for(path);
+            let corpus = Corpus::read_uci(path, vocab.as_deref())?;
+            return match docs {
+                Some(n) if n < corpus.num_docs() => Corpus::new(
+                    corpus.docs()[..n].to_vec(),
+                    corpus.vocab().to_vec(),
+                    corpus.num_words(),
+                ),
+                _ => Ok(corpus),
+            };
+        }
+        if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+            let posts = read_labeled_tar_gz(path, docs)?;
+            let texts: Vec<&str> = posts.iter().map(|p| strip_mail_header(&p.text)).collect();
+            return Ok(Corpus::from_texts(&texts, min_count));
+        }
+        Corpus::read_text(
+            path,
+            &TextOptions {
+                min_count,
+                max_docs: docs,
+            },
+        )
+    }
+
     /// A corpus from in-memory documents, tokenized like [`Corpus::read_text`].
     pub fn from_texts<S: AsRef<str>>(texts: &[S], min_count: u64) -> Corpus {
         let vocab = Vocab::build(
@@ -332,6 +381,16 @@ impl Corpus {
     pub fn num_tokens(&self) -> usize {
         self.docs.iter().map(Vec::len).sum()
     }
+}
+
+/// The UCI vocabulary file next to a `docword.*` file (`docword.kos.txt` -> `vocab.kos.txt`,
+/// a `.gz` suffix dropped), if it exists.
+pub fn uci_vocab_for(docword: &Path) -> Option<PathBuf> {
+    let name = docword.file_name()?.to_str()?;
+    let rest = name.strip_prefix("docword")?;
+    let rest = rest.strip_suffix(".gz").unwrap_or(rest);
+    let vocab = docword.with_file_name(format!("vocab{rest}"));
+    vocab.is_file().then_some(vocab)
 }
 
 fn io_error(path: &Path, source: std::io::Error) -> CorpusError {
@@ -603,6 +662,42 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn datasets_are_read_by_name_with_the_uci_vocabulary_found_beside_them() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!("lda-dataset-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let docword = dir.join("docword.tiny.txt");
+        std::fs::write(&docword, "3\n2\n3\n1 1 2\n2 2 1\n3 1 1\n").unwrap();
+        assert_eq!(uci_vocab_for(&docword), None);
+        let corpus = Corpus::read_dataset(&docword, Some(2), 5).unwrap();
+        assert_eq!(corpus.docs(), &[vec![0, 0], vec![1]]);
+        assert!(corpus.vocab().is_empty());
+        std::fs::write(dir.join("vocab.tiny.txt"), "oil\nbank\n").unwrap();
+        assert_eq!(uci_vocab_for(&docword), Some(dir.join("vocab.tiny.txt")));
+        assert_eq!(
+            uci_vocab_for(&dir.join("docword.tiny.txt.gz")),
+            Some(dir.join("vocab.tiny.txt"))
+        );
+        let corpus = Corpus::read_dataset(&docword, None, 5).unwrap();
+        assert_eq!(
+            (corpus.num_docs(), corpus.vocab()),
+            (3, &["oil".to_string(), "bank".to_string()][..])
+        );
+        let text = dir.join("docs.txt");
+        std::fs::write(&text, "oil bank\nthe oil\noil\n").unwrap();
+        let corpus = Corpus::read_dataset(&text, Some(2), 2).unwrap();
+        assert_eq!(corpus.docs(), &[vec![0], vec![0]]);
+        let archive = dir.join("posts.tar.gz");
+        std::fs::write(&archive, b"not an archive").unwrap();
+        let err = Corpus::read_dataset(&archive, None, 1).unwrap_err();
+        assert!(matches!(err, CorpusError::Archive(_)), "{err}");
+        assert!(err.to_string().contains("posts.tar.gz"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -319,6 +319,64 @@ pub fn whole_job(
     Ok(out)
 }
 
+/// A whole run of `distributed` across the processes of a job, as every rank reports it.
+#[derive(Clone, Debug)]
+pub struct JobOutput {
+    /// This rank's training output (the model is the same on every rank) with the whole job's
+    /// words, flops and traffic, and the job's wall seconds: from a barrier before training to
+    /// a barrier after it.
+    pub train: TrainOutput,
+    /// Words sent in the run by the busiest rank.
+    pub words_sent_max: u64,
+    /// Exchanges this rank made (every rank makes the same).
+    pub exchanges: usize,
+    /// Rows (input and output counted apart) this rank averaged over all exchanges.
+    pub rows_exchanged: u64,
+    /// Wall seconds this rank spent in the exchanges.
+    pub exchange_seconds: f64,
+}
+
+/// `distributed` on the ranks of `comm`, the processes of an MPI job (every rank calls it with
+/// the same arguments; `ranks` is the number the caller planned for and must be the job's
+/// size): [`train_rank`] between two barriers, then the busiest rank's words sent (gathered)
+/// and the whole job's counters ([`whole_job`]), so every rank returns the same totals.
+/// `progress` hears this rank's own reports. The world's counters run over every run of the
+/// process; this run's words are the difference.
+pub fn train_job(
+    comm: &dyn Communicator,
+    ranks: usize,
+    inner: &str,
+    corpus: &Corpus,
+    params: &TrainParams,
+    sync: &SyncOptions,
+    progress: &mut dyn FnMut(&EpochReport) -> Control,
+) -> Result<JobOutput, W2vError> {
+    if ranks != comm.size() {
+        return Err(W2vError::Exchange(format!(
+            "{ranks} ranks were asked for, but the job has {} processes",
+            comm.size()
+        )));
+    }
+    let before = comm.stats().total().words_sent;
+    comm.barrier().map_err(comm_error)?;
+    let start = Instant::now();
+    let r = train_rank(comm, inner, corpus, params, sync, progress)?;
+    comm.barrier().map_err(comm_error)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let sent = (comm.stats().total().words_sent - before) as f64;
+    let per_rank = comm
+        .all_gather_f64(Phase::Replication, &[sent], &vec![1; comm.size()])
+        .map_err(comm_error)?;
+    let words_sent_max = per_rank.iter().fold(0f64, |m, &w| m.max(w)) as u64;
+    Ok(JobOutput {
+        train: whole_job(comm, r.train, seconds)?,
+        words_sent_max,
+        exchanges: r.exchanges,
+        rows_exchanged: r.rows_exchanged,
+        exchange_seconds: r.exchange_seconds,
+    })
+}
+
 /// `distributed` as a [`Trainer`]: `ranks` in-process ranks (threads that only exchange
 /// messages), each training with `params.threads` threads of its own; rank 0's model (every
 /// rank's, after the last exchange) is the result, and words/s counts all ranks' words.

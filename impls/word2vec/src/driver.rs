@@ -203,6 +203,10 @@ pub(crate) fn train_shard(
             stats: EpochStats::default(),
         })
         .collect();
+    // Drawn from its own stream, so asking for the loss leaves the training draws unchanged.
+    let probe = (params.loss_sample > 0).then(|| {
+        crate::loss::LossProbe::new(&shared, shard.clone(), params.loss_sample, params.seed)
+    });
     let interval = Duration::from_secs_f64(params.report_interval_seconds.clamp(1e-3, 3600.0));
     let start = Instant::now();
     let mut epochs = Vec::with_capacity(params.epochs);
@@ -218,6 +222,12 @@ pub(crate) fn train_shard(
             alpha: shared.alpha_now() as f64,
             words_per_second: words as f64 / elapsed.max(1e-9),
             elapsed_seconds: elapsed,
+            // SAFETY: a closing report comes after the segment's threads have joined, so no
+            // thread writes the matrices while the probe reads them.
+            loss: probe
+                .as_ref()
+                .filter(|_| finished)
+                .map(|p| unsafe { p.loss(&shared) }),
         }
     };
     for epoch in 0..params.epochs {

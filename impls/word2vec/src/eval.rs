@@ -487,13 +487,20 @@ pub struct EvalReport {
     pub analogy: AnalogyResult,
 }
 
+/// File name of the WordSim-353 pairs in a data dir.
+pub const WORDSIM353_FILE: &str = "wordsim353.tsv";
+/// File name of the SimLex-999 pairs in a data dir.
+pub const SIMLEX999_FILE: &str = "simlex999.txt";
+/// File name of the Google analogies in a data dir.
+pub const ANALOGY_FILE: &str = "questions-words.txt";
+
 impl EvalSuite {
-    /// Reads `wordsim353.tsv`, `simlex999.txt` and `questions-words.txt` from `dir`.
+    /// Reads [`WORDSIM353_FILE`], [`SIMLEX999_FILE`] and [`ANALOGY_FILE`] from `dir`.
     pub fn load(dir: &Path) -> Result<EvalSuite, EvalError> {
         Ok(EvalSuite {
-            wordsim353: read_similarity(&dir.join("wordsim353.tsv"))?,
-            simlex999: read_similarity(&dir.join("simlex999.txt"))?,
-            analogies: read_analogies(&dir.join("questions-words.txt"))?,
+            wordsim353: read_similarity(&dir.join(WORDSIM353_FILE))?,
+            simlex999: read_similarity(&dir.join(SIMLEX999_FILE))?,
+            analogies: read_analogies(&dir.join(ANALOGY_FILE))?,
         })
     }
 

@@ -16,8 +16,8 @@
 
 use crate::model::Model;
 use flate2::read::MultiGzDecoder;
-use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use parbench_common::atomic::{write_atomic, write_atomic_with};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -100,25 +100,14 @@ fn check_words(model: &Model) -> Result<(), ModelIoError> {
     Ok(())
 }
 
-fn create(path: &Path) -> Result<BufWriter<File>, ModelIoError> {
-    File::create(path)
-        .map(|f| BufWriter::with_capacity(1 << 20, f))
-        .map_err(|source| ModelIoError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
-}
-
-/// Writes `model` in word2vec text format.
+/// Writes `model` in word2vec text format, atomically (a reader never sees half a model, and a
+/// failed write leaves the older file in place).
 pub fn write_text(model: &Model, path: &Path) -> Result<(), ModelIoError> {
     check_words(model)?;
-    let mut out = create(path)?;
-    write_text_to(model, &mut out)
-        .and_then(|_| out.flush())
-        .map_err(|source| ModelIoError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+    write_atomic_with(path, |out| write_text_to(model, out)).map_err(|source| ModelIoError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 fn write_text_to(model: &Model, out: &mut impl Write) -> io::Result<()> {
@@ -149,16 +138,13 @@ pub fn binary_bytes(model: &Model) -> Result<Vec<u8>, ModelIoError> {
     Ok(out)
 }
 
-/// Writes `model` in word2vec binary format.
+/// Writes `model` in word2vec binary format, atomically like [`write_text`].
 pub fn write_binary(model: &Model, path: &Path) -> Result<(), ModelIoError> {
     let bytes = binary_bytes(model)?;
-    let mut out = create(path)?;
-    out.write_all(&bytes)
-        .and_then(|_| out.flush())
-        .map_err(|source| ModelIoError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+    write_atomic(path, &bytes).map_err(|source| ModelIoError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Which format a file is in.

@@ -27,6 +27,9 @@
 //! every `sync_words` words. It is built from its options ([`SyncOptions`]), so [`variants`]
 //! does not list it.
 //!
+//! [`generate`] makes a seeded synthetic corpus with planted word groups, and scores how well
+//! a model recovers them ([`generate::planted_accuracy`]).
+//!
 //! Every run counts the model rows it moves ([`Traffic`], per epoch in [`EpochStats`]): a few
 //! integer additions per window, so counting is always on rather than a mode.
 //!
@@ -73,8 +76,10 @@ mod driver;
 pub mod eval;
 pub mod full;
 pub mod gemm;
+pub mod generate;
 pub mod hogwild;
 pub mod io;
+mod loss;
 pub mod model;
 pub mod problem;
 pub mod reference;

@@ -82,6 +82,11 @@ pub struct TrainParams {
     pub min_count: u64,
     /// Seconds between two progress reports during an epoch (one more comes at every epoch end).
     pub report_interval_seconds: f64,
+    /// Pairs of the corpus over which every epoch's closing report estimates the training loss
+    /// ([`EpochReport::loss`]); 0 (the default) estimates nothing. The estimate reads the model
+    /// only, so the trained model is the same either way; its cost (O(pairs x negative x dim)
+    /// per epoch) is inside the timed run.
+    pub loss_sample: usize,
 }
 
 impl Default for TrainParams {
@@ -97,6 +102,7 @@ impl Default for TrainParams {
             seed: 1,
             min_count: 5,
             report_interval_seconds: 0.5,
+            loss_sample: 0,
         }
     }
 }
@@ -166,6 +172,10 @@ pub struct EpochReport {
     pub words_per_second: f64,
     /// Wall seconds since training started.
     pub elapsed_seconds: f64,
+    /// The mean skip-gram negative-sampling loss per pair over a fixed sample of the corpus's
+    /// pairs (see [`TrainParams::loss_sample`]), in closing reports when asked for; `None` in
+    /// reports during an epoch (the threads are writing the model) and when not asked for.
+    pub loss: Option<f64>,
 }
 
 /// What the progress callback wants next.

@@ -1068,3 +1068,49 @@ fn a_panicking_callback_does_not_hang_the_ranks() {
     let again = train(&d, &corpus, &small_params());
     assert_eq!(again.epochs_completed, small_params().epochs);
 }
+
+#[test]
+fn a_job_across_processes_reports_the_busiest_rank_and_the_whole_jobs_counters() {
+    // `train_job` is what every process of an MPI job runs; on the in-process communicator it
+    // must give what `distributed` gives on in-process ranks.
+    use word2vec::distributed::train_job;
+    let corpus = planted_corpus(8, 80, 15, 3);
+    let params = small_params();
+    let sync = suite_sync();
+    let in_process = distributed("gemm", 2, sync.clone())
+        .train_ranks(&corpus, &params, &mut quiet)
+        .unwrap();
+    let jobs = parbench_common::comm::threads::run_threads(2, |comm| {
+        train_job(comm, 2, "gemm", &corpus, &params, &sync, &mut quiet)
+    })
+    .unwrap();
+    let busiest = in_process
+        .iter()
+        .map(|r| r.comm.total().words_sent)
+        .max()
+        .unwrap();
+    for job in &jobs {
+        let job = &job.value;
+        assert_eq!(job.words_sent_max, busiest);
+        assert!(job.words_sent_max > 0);
+        assert_eq!(job.exchanges, in_process[0].exchanges);
+        assert_eq!(
+            job.train.words_processed,
+            in_process[0].train.words_processed
+        );
+        assert_eq!(
+            job.train.model.vectors(),
+            in_process[0].train.model.vectors()
+        );
+        assert_eq!(
+            job.train.total_traffic(),
+            in_process[0].train.total_traffic()
+        );
+    }
+    assert_eq!(jobs[0].value.rows_exchanged, in_process[0].rows_exchanged);
+    let err = parbench_common::comm::threads::run_threads(2, |comm| {
+        train_job(comm, 3, "gemm", &corpus, &params, &sync, &mut quiet)
+    })
+    .unwrap_err();
+    assert!(err.error.to_string().contains("3 ranks"), "{}", err.error);
+}

@@ -19,10 +19,11 @@
 pub mod als;
 pub mod gat;
 
-use crate::distributed::{run_in_process, DistAlgorithm};
+use crate::distributed::run_in_process;
 use crate::kernels::{self, CsrRef, Kernel};
 use crate::problem::{DistRun, FusedMmError, KernelOutput, Problem, Strategy};
 use crate::Dense;
+use crate::DistAlgorithm;
 use parbench_common::{Csr, CsrError, Par};
 use std::time::Instant;
 use thiserror::Error;

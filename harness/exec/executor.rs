@@ -1,0 +1,185 @@
+//! Where the runs of a point happen, behind one trait, so the runner (resume, equivalence,
+//! results, traces, progress) is the same whichever executes them:
+//!
+//! - [`InProcess`]: the family prepares the point's input once and runs each variant in this
+//!   process (threads as the point says).
+//! - [`Launcher`]: every run of a variant in one launch of the experiment's MPI launcher
+//!   ([`crate::exec::launch`]); the processes prepare their own input.
+//! - [`PerPoint`], the runner's default: the launcher for points with `backend: mpi`, in-process
+//!   for the others.
+//! - [`Scripted`]: measurements from a function, no family involved, for testing the runner
+//!   itself (a failure at a chosen run, say).
+
+use crate::exec::launch;
+use crate::experiment::plan::{self, Plan};
+use crate::family::{Measurement, PreparedInput};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+/// The runs of `variant`, in order: warm-ups first, then repetitions.
+pub type Runs<'s> = Box<dyn Iterator<Item = Result<Measurement>> + 's>;
+
+/// Runs the points of a plan.
+pub trait Executor {
+    /// Gets point `index` of `plan` ready to run (an in-process executor prepares its input
+    /// here, once for every variant).
+    fn open<'a>(&'a self, plan: &'a Plan, index: usize) -> Result<Box<dyn OpenPoint + 'a>>;
+}
+
+/// A point ready to run.
+pub trait OpenPoint {
+    /// The `count` runs of `variant` (warm-ups first), each taken when the iterator is advanced
+    /// where the executor can (in-process), or all at once (a launch).
+    fn runs(&mut self, variant: &str, count: usize) -> Result<Runs<'_>>;
+}
+
+/// Runs points in this process.
+pub struct InProcess;
+
+struct InProcessPoint<'a> {
+    plan: &'a Plan,
+    index: usize,
+    input: PreparedInput,
+}
+
+impl Executor for InProcess {
+    fn open<'a>(&'a self, plan: &'a Plan, index: usize) -> Result<Box<dyn OpenPoint + 'a>> {
+        let input = plan
+            .family
+            .prepare(
+                &plan.typed[index],
+                plan.dataset.as_deref(),
+                plan.config.data.seed,
+            )
+            .context("preparing the point's input")?;
+        Ok(Box::new(InProcessPoint { plan, index, input }))
+    }
+}
+
+impl OpenPoint for InProcessPoint<'_> {
+    fn runs(&mut self, variant: &str, count: usize) -> Result<Runs<'_>> {
+        let (plan, index, input) = (self.plan, self.index, &self.input);
+        let threads = plan::threads_of(&plan.points[index]);
+        let variant = variant.to_string();
+        Ok(Box::new((0..count).map(move |_| {
+            plan.family
+                .run(&variant, input, &plan.typed[index], threads)
+        })))
+    }
+}
+
+/// Runs points across the processes of the experiment's launcher; the run directory holds the
+/// copy of the experiment file the processes rebuild the plan from.
+pub struct Launcher {
+    run_dir: PathBuf,
+}
+
+impl Launcher {
+    /// A launcher for the runs of `run_dir`.
+    pub fn new(run_dir: &Path) -> Launcher {
+        Launcher {
+            run_dir: run_dir.to_path_buf(),
+        }
+    }
+}
+
+struct LaunchedPoint<'a> {
+    plan: &'a Plan,
+    run_dir: &'a Path,
+    index: usize,
+}
+
+impl Executor for Launcher {
+    fn open<'a>(&'a self, plan: &'a Plan, index: usize) -> Result<Box<dyn OpenPoint + 'a>> {
+        Ok(Box::new(LaunchedPoint {
+            plan,
+            run_dir: &self.run_dir,
+            index,
+        }))
+    }
+}
+
+impl OpenPoint for LaunchedPoint<'_> {
+    fn runs(&mut self, variant: &str, count: usize) -> Result<Runs<'_>> {
+        let measurements = launch::run_point(self.plan, self.run_dir, self.index, variant, count)?;
+        if measurements.len() != count {
+            anyhow::bail!(
+                "the launch returned {} measurements for {count} runs",
+                measurements.len()
+            );
+        }
+        Ok(Box::new(measurements.into_iter().map(Ok)))
+    }
+}
+
+/// The runner's default: [`Launcher`] for `backend: mpi` points, [`InProcess`] for the rest.
+pub struct PerPoint {
+    launcher: Launcher,
+}
+
+impl PerPoint {
+    /// The default executor for the runs of `run_dir`.
+    pub fn new(run_dir: &Path) -> PerPoint {
+        PerPoint {
+            launcher: Launcher::new(run_dir),
+        }
+    }
+}
+
+impl Executor for PerPoint {
+    fn open<'a>(&'a self, plan: &'a Plan, index: usize) -> Result<Box<dyn OpenPoint + 'a>> {
+        if plan::is_mpi_point(&plan.points[index]) {
+            self.launcher.open(plan, index)
+        } else {
+            InProcess.open(plan, index)
+        }
+    }
+}
+
+/// Measurements from a function of (point, variant, run number counted over the whole
+/// execution), for tests of the runner: an `Err` stands for a failed run.
+pub struct Scripted<F> {
+    measure: F,
+    runs: std::cell::Cell<usize>,
+}
+
+impl<F: Fn(usize, &str, usize) -> Result<Measurement>> Scripted<F> {
+    /// An executor whose every run is `measure(point, variant, run)`.
+    pub fn new(measure: F) -> Scripted<F> {
+        Scripted {
+            measure,
+            runs: std::cell::Cell::new(0),
+        }
+    }
+
+    /// How many runs were asked for so far.
+    pub fn runs_taken(&self) -> usize {
+        self.runs.get()
+    }
+}
+
+struct ScriptedPoint<'a, F> {
+    executor: &'a Scripted<F>,
+    index: usize,
+}
+
+impl<F: Fn(usize, &str, usize) -> Result<Measurement>> Executor for Scripted<F> {
+    fn open<'a>(&'a self, _plan: &'a Plan, index: usize) -> Result<Box<dyn OpenPoint + 'a>> {
+        Ok(Box::new(ScriptedPoint {
+            executor: self,
+            index,
+        }))
+    }
+}
+
+impl<F: Fn(usize, &str, usize) -> Result<Measurement>> OpenPoint for ScriptedPoint<'_, F> {
+    fn runs(&mut self, variant: &str, count: usize) -> Result<Runs<'_>> {
+        let (executor, index) = (self.executor, self.index);
+        let variant = variant.to_string();
+        Ok(Box::new((0..count).map(move |_| {
+            let run = executor.runs.get();
+            executor.runs.set(run + 1);
+            (executor.measure)(index, &variant, run)
+        })))
+    }
+}
