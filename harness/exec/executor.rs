@@ -14,6 +14,7 @@ use crate::exec::launch;
 use crate::experiment::plan::{self, Plan};
 use crate::family::{Measurement, PreparedInput};
 use anyhow::{Context, Result};
+use parbench_common::Par;
 use std::path::{Path, PathBuf};
 
 /// The runs of `variant`, in order: warm-ups first, then repetitions.
@@ -44,6 +45,9 @@ struct InProcessPoint<'a> {
 
 impl Executor for InProcess {
     fn open<'a>(&'a self, plan: &'a Plan, index: usize) -> Result<Box<dyn OpenPoint + 'a>> {
+        // The point's threads must start, or the point is an error (never a quiet single
+        // thread that would make its timings lie).
+        Par::threads(plan::threads_of(&plan.points[index])).pool()?;
         let input = plan
             .family
             .prepare(

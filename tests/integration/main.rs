@@ -19,3 +19,4 @@ mod support;
 mod traces;
 mod w2v_cli;
 mod wmd_cli;
+mod yaml_props;

@@ -103,7 +103,7 @@ crate::point_params! {
         r: usize = 16,
         /// ALS users (rows of the ratings) or GAT nodes with generator er
         rows: usize = 1024,
-        /// ALS items (default: rows)
+        /// ALS items (unset: as many as rows)
         cols: Option<usize> = None,
         /// ratings per user, or edges per node (ER) / R-MAT edge factor
         nnz_per_row: usize = 16,

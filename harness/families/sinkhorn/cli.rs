@@ -48,10 +48,10 @@ pub struct WmdArgs {
     pub labeled: bool,
     /// Entropic regularization: K = exp(-lambda * M). Larger is closer to the exact WMD, but
     /// exp underflows when lambda times the word distances is large (about 700).
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = SinkhornParams::default().lambda, allow_negative_numbers = true)]
     pub lambda: f64,
     /// Sinkhorn iterations (the cap per document when --tol is given).
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = SinkhornParams::default().max_iter)]
     pub iters: usize,
     /// Stop each document once the largest relative change of its scaling vector is at most TOL.
     #[arg(long, value_name = "TOL", allow_negative_numbers = true)]

@@ -41,10 +41,10 @@ crate::point_params! {
         /// word2vec text file of embeddings (dataset; default: seeded random vectors of dimension dim)
         embeddings: Option<String> = None,
         /// entropic regularization
-        lambda: f64 = 10.0,
+        lambda: f64 = SinkhornParams::default().lambda,
         /// Sinkhorn iterations
-        iters: usize = 15,
-        /// per-document stopping tolerance on the change of x (default none)
+        iters: usize = SinkhornParams::default().max_iter,
+        /// per-document stopping tolerance on the change of x
         tol: Option<f64> = None,
     }
 }

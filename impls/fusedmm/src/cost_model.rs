@@ -136,6 +136,65 @@ impl Cost {
     }
 }
 
+/// The phases of the algorithms that replicate one dense operand along fibers and propagate the
+/// other operand around the layer (1.5D dense shifting, 2.5D dense replicating, 1.5D sparse
+/// shifting), the structure the paper's Table III shares between them: for each kernel and
+/// strategy, which matrix is replicated (`W(x)`, [`Shape::fiber`]), how many propagation rounds
+/// run and over which operand, and what is reduced. `propagate(y)` is the cost of one
+/// propagation round when the propagated dense operand has `y` rows (the sparse algorithm
+/// propagates `S` and ignores `y`). Local kernel fusion is only offered by dense shifting.
+pub(crate) fn replicate_propagate_reduce(
+    kernel: Kernel,
+    strategy: Strategy,
+    s: Shape,
+    propagate: impl Fn(usize) -> PhaseCost,
+) -> Cost {
+    use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
+    use Strategy::{LocalKernelFusion as Fusion, ReplicationReuse as Reuse};
+    let w = |x: usize| s.fiber(x);
+    let (m, n) = (s.m, s.n);
+    let mut cost = Cost::default();
+    let mut add = |phase, each, times| cost.add(phase, each, times);
+    match (kernel, strategy) {
+        (Kernel::Sddmm | Kernel::SpmmB, _) => {
+            add(Repl, w(m), 1.0);
+            add(Prop, propagate(n), 1.0);
+        }
+        (Kernel::SpmmA, _) => {
+            add(Prop, propagate(n), 1.0);
+            add(Red, w(m), 1.0);
+        }
+        (Kernel::FusedMmA, Reuse) => {
+            add(Repl, w(n), 1.0);
+            add(Prop, propagate(m), 2.0);
+        }
+        (Kernel::FusedMmA, Fusion) => {
+            add(Repl, w(m), 1.0);
+            add(Prop, propagate(n), 1.0);
+            add(Red, w(m), 1.0);
+        }
+        (Kernel::FusedMmA, _) => {
+            add(Repl, w(m), 1.0);
+            add(Prop, propagate(n), 2.0);
+            add(Red, w(m), 1.0);
+        }
+        (Kernel::FusedMmB, Reuse) => {
+            add(Repl, w(m), 1.0);
+            add(Prop, propagate(n), 2.0);
+        }
+        (Kernel::FusedMmB, Fusion) => {
+            add(Repl, w(n), 1.0);
+            add(Prop, propagate(m), 1.0);
+            add(Red, w(n), 1.0);
+        }
+        (Kernel::FusedMmB, _) => {
+            add(Repl, w(m), 2.0);
+            add(Prop, propagate(n), 2.0);
+        }
+    }
+    cost
+}
+
 /// The cost of `kernel` with `strategy` under `algorithm` ([`DistAlgorithm::cost`]); `None`
 /// for an invalid grid ([`DistAlgorithm::check_grid`]), a strategy the algorithm does not offer
 /// for a fused kernel, or an algorithm without a model.

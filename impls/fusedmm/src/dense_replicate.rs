@@ -48,7 +48,7 @@
 //! layer holds `nnz s / p` nonzeros. See [`crate::cost_model`]. Deterministic.
 
 use crate::comm::{Communicator, Phase};
-use crate::cost_model::{Cost, PhaseCost, Shape};
+use crate::cost_model::{replicate_propagate_reduce, Cost, PhaseCost, Shape};
 use crate::distributed::{
     add_into, block_range, divisors, extract_blocks, ones_pattern, push_triplets, shift_coo, timed,
     word_counts,
@@ -341,7 +341,6 @@ impl DistAlgorithm for DenseReplicate25 {
         let side = layer_side(s.p, s.c)?;
         let (r, p, nnz) = (s.r as f64, s.p as f64, s.nnz as f64);
         let sd = side as f64;
-        let w = |x: usize| s.fiber(x);
         let round = |y: usize| {
             if side > 1 {
                 PhaseCost::new(3.0 * nnz * sd / p + sd * y as f64 * r / p, 3.0 * sd)
@@ -349,38 +348,7 @@ impl DistAlgorithm for DenseReplicate25 {
                 PhaseCost::NONE
             }
         };
-        let (m, n) = (s.m, s.n);
-        let mut cost = Cost::default();
-        let mut add = |phase, each, times| cost.add(phase, each, times);
-        use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
-        match (kernel, strategy) {
-            (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, round(n), 1.0);
-            }
-            (Kernel::SpmmA, _) => {
-                add(Prop, round(n), 1.0);
-                add(Red, w(m), 1.0);
-            }
-            (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
-                add(Repl, w(n), 1.0);
-                add(Prop, round(m), 2.0);
-            }
-            (Kernel::FusedMmA, _) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, round(n), 2.0);
-                add(Red, w(m), 1.0);
-            }
-            (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, round(n), 2.0);
-            }
-            (Kernel::FusedMmB, _) => {
-                add(Repl, w(m), 2.0);
-                add(Prop, round(n), 2.0);
-            }
-        }
-        Some(cost)
+        Some(replicate_propagate_reduce(kernel, strategy, s, round))
     }
 
     fn run_rank(

@@ -40,7 +40,7 @@
 //! Deterministic: the order of every sum is fixed by the grid.
 
 use crate::comm::{Communicator, Phase};
-use crate::cost_model::{Cost, PhaseCost, Shape};
+use crate::cost_model::{replicate_propagate_reduce, Cost, PhaseCost, Shape};
 use crate::distributed::{
     block_range, divisors, extract_blocks, push_triplets, timed, word_counts,
 };
@@ -276,56 +276,14 @@ impl DistAlgorithm for DenseShift15 {
     fn cost(&self, kernel: Kernel, strategy: Strategy, s: Shape) -> Option<Cost> {
         let (r, p, c) = (s.r as f64, s.p as f64, s.c as f64);
         let q = p / c;
-        let w = |x: usize| s.fiber(x);
-        let v = |y: usize| {
+        let shift = |y: usize| {
             if s.p / s.c > 1 {
                 PhaseCost::new(q * y as f64 * r / p, q)
             } else {
                 PhaseCost::NONE
             }
         };
-        let (m, n) = (s.m, s.n);
-        let mut cost = Cost::default();
-        let mut add = |phase, each, times| cost.add(phase, each, times);
-        use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
-        match (kernel, strategy) {
-            (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, v(n), 1.0);
-            }
-            (Kernel::SpmmA, _) => {
-                add(Prop, v(n), 1.0);
-                add(Red, w(m), 1.0);
-            }
-            (Kernel::FusedMmA, Strategy::NoElision) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, v(n), 2.0);
-                add(Red, w(m), 1.0);
-            }
-            (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
-                add(Repl, w(n), 1.0);
-                add(Prop, v(m), 2.0);
-            }
-            (Kernel::FusedMmA, Strategy::LocalKernelFusion) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, v(n), 1.0);
-                add(Red, w(m), 1.0);
-            }
-            (Kernel::FusedMmB, Strategy::NoElision) => {
-                add(Repl, w(m), 2.0);
-                add(Prop, v(n), 2.0);
-            }
-            (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, v(n), 2.0);
-            }
-            (Kernel::FusedMmB, Strategy::LocalKernelFusion) => {
-                add(Repl, w(n), 1.0);
-                add(Prop, v(m), 1.0);
-                add(Red, w(n), 1.0);
-            }
-        }
-        Some(cost)
+        Some(replicate_propagate_reduce(kernel, strategy, s, shift))
     }
 
     fn run_rank(

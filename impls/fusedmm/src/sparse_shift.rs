@@ -46,7 +46,7 @@
 //! by the grid.
 
 use crate::comm::{Communicator, Phase};
-use crate::cost_model::{Cost, PhaseCost, Shape};
+use crate::cost_model::{replicate_propagate_reduce, Cost, PhaseCost, Shape};
 use crate::distributed::{
     add_into, block_range, divisors, extract_blocks, ones_pattern, push_triplets, shift_coo, timed,
     word_counts,
@@ -284,44 +284,12 @@ impl DistAlgorithm for SparseShift15 {
     /// (none when `q = 1`); the average over ranks.
     fn cost(&self, kernel: Kernel, strategy: Strategy, s: Shape) -> Option<Cost> {
         let (p, c, nnz) = (s.p as f64, s.c as f64, s.nnz as f64);
-        let w = |x: usize| s.fiber(x);
         let z = if s.p / s.c > 1 {
             PhaseCost::new(3.0 * nnz / c, 2.0 * (p / c))
         } else {
             PhaseCost::NONE
         };
-        let (m, n) = (s.m, s.n);
-        let mut cost = Cost::default();
-        let mut add = |phase, each, times| cost.add(phase, each, times);
-        use Phase::{Propagation as Prop, Reduction as Red, Replication as Repl};
-        match (kernel, strategy) {
-            (Kernel::Sddmm, _) | (Kernel::SpmmB, _) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, z, 1.0);
-            }
-            (Kernel::SpmmA, _) => {
-                add(Prop, z, 1.0);
-                add(Red, w(m), 1.0);
-            }
-            (Kernel::FusedMmA, Strategy::ReplicationReuse) => {
-                add(Repl, w(n), 1.0);
-                add(Prop, z, 2.0);
-            }
-            (Kernel::FusedMmA, _) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, z, 2.0);
-                add(Red, w(m), 1.0);
-            }
-            (Kernel::FusedMmB, Strategy::ReplicationReuse) => {
-                add(Repl, w(m), 1.0);
-                add(Prop, z, 2.0);
-            }
-            (Kernel::FusedMmB, _) => {
-                add(Repl, w(m), 2.0);
-                add(Prop, z, 2.0);
-            }
-        }
-        Some(cost)
+        Some(replicate_propagate_reduce(kernel, strategy, s, |_| z))
     }
 
     fn run_rank(

@@ -22,7 +22,7 @@ fn main() {
         .unwrap_or(30);
     let problem = generate(&SyntheticSpec::paper()).expect("paper spec is valid");
     let words = WordSet::used(problem.docs_by_word());
-    let pool = Pool::new(Par::threads(threads));
+    let pool = Pool::new(Par::threads(threads)).expect("a pool of the requested threads");
     let flops = 2.0 * (words.words.len() * problem.query().len() * problem.dim()) as f64;
     let (mut distance, mut prep) = (f64::INFINITY, f64::INFINITY);
     // Summed and printed so that nothing is optimized away.

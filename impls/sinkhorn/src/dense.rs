@@ -50,7 +50,7 @@ impl WmdSolver for Dense {
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<WmdOutput, WmdError> {
         params.validate()?;
-        let pool = Pool::new(par);
+        let pool = Pool::new(par)?;
         let mut phases = PhaseTimes::default();
         let mut flops = 0.0;
         let words = WordSet::all(problem.docs_by_word());

@@ -205,7 +205,7 @@ pub(crate) mod tests {
             let used = WordSet::used(p.docs_by_word());
             let scattered: Vec<u32> = used.words.iter().copied().filter(|w| w % 4 != 1).collect();
             for threads in [1, 2] {
-                let pool = Pool::new(Par::threads(threads));
+                let pool = Pool::new(Par::threads(threads)).unwrap();
                 for words in [&used.words, &scattered] {
                     let fast = query_distances(&p, words, &pool);
                     let gemm = query_distances_gemm(&p, words, &pool);

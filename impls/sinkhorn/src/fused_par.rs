@@ -69,7 +69,7 @@ impl WmdSolver for FusedSddmmSpmmPar {
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<WmdOutput, WmdError> {
         params.validate()?;
-        let pool = Pool::new(par);
+        let pool = Pool::new(par)?;
         let mut phases = PhaseTimes::default();
         let mut flops = 0.0;
         let c = problem.docs_by_word();

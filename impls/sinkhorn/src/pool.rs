@@ -1,5 +1,6 @@
 //! The threads of one solve, shared by the parallel phases of every variant.
 
+use parbench_common::par::PoolError;
 use parbench_common::Par;
 
 /// The threads of one solve: a rayon pool built once (parallel regions then cost an `install`,
@@ -10,20 +11,12 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool of `par.degree()` threads; a pool that cannot be built falls back to the caller's
-    /// thread (still correct, only slower).
-    pub fn new(par: Par) -> Pool {
-        let threads = par.degree();
-        let pool = if threads > 1 {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .ok()
-        } else {
-            None
-        };
-        let threads = if pool.is_some() { threads } else { 1 };
-        Pool { pool, threads }
+    /// A pool of `par.degree()` threads, or why the system would not start them (an error,
+    /// never a silent single thread).
+    pub fn new(par: Par) -> Result<Pool, PoolError> {
+        let pool = Par::threads(par.degree()).pool()?;
+        let threads = if pool.is_some() { par.degree() } else { 1 };
+        Ok(Pool { pool, threads })
     }
 
     /// Threads available (1 when sequential).

@@ -225,7 +225,7 @@ mod tests {
     fn precompute_matches_std_exp_and_keeps_padding_zero() {
         let p = random_problem(7, 400, 12, 5);
         let words = WordSet::used(p.docs_by_word());
-        let pool = Pool::new(Par::Seq);
+        let pool = Pool::new(Par::Seq).unwrap();
         let m = query_distances(&p, &words.words, &pool);
         let lambda = 3.0;
         let k = precompute(&m, p.query(), lambda, &pool);

@@ -30,6 +30,9 @@ pub enum WmdError {
     /// The query histogram has no words.
     #[error("the query histogram is empty or sums to zero")]
     EmptyQuery,
+    /// The solve's threads could not be started.
+    #[error(transparent)]
+    Pool(#[from] parbench_common::par::PoolError),
     /// A query word id is not below the vocabulary size.
     #[error("query word {word} is out of the vocabulary (size {vocab})")]
     QueryWordOutOfRange {
@@ -247,10 +250,12 @@ pub struct SinkhornParams {
     pub tol: Option<f64>,
 }
 
+/// The settings parbench's experiments and `parbench wmd` use unless told otherwise (the one
+/// place these defaults are written): lambda 10, 15 iterations, no tolerance.
 impl Default for SinkhornParams {
     fn default() -> Self {
         SinkhornParams {
-            lambda: 1.0,
+            lambda: 10.0,
             max_iter: 15,
             tol: None,
         }

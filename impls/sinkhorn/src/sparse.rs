@@ -160,7 +160,7 @@ impl WmdSolver for SparseSddmmSpmm {
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<WmdOutput, WmdError> {
         params.validate()?;
-        let pool = Pool::new(Par::Seq);
+        let pool = Pool::new(Par::Seq)?;
         let mut phases = PhaseTimes::default();
         let mut flops = 0.0;
         let c = problem.docs_by_word();
