@@ -1318,23 +1318,36 @@ fn bound(
     at: &Selection,
     labels: &PointLabels,
 ) -> (bool, String) {
+    bounded_per_point(rows, variant, bounds, at, labels, |at_point, label| {
+        median_of(at_point, variant, col)
+            .map(|v| (v, format!("{variant}: {col} = {} at {label}", fmt_num(v))))
+            .map_err(|why| format!("{variant}: {why} at {label}"))
+    })
+}
+
+/// The skeleton of the claims that hold one value per selected point within constant bounds
+/// (`bound`, `share`): `value(rows at the point, its label)` gives the value and its text, or
+/// what is missing there (a failure, never a skipped point).
+fn bounded_per_point(
+    rows: &[ResultRow],
+    variant: &str,
+    bounds: Bounds,
+    at: &Selection,
+    labels: &PointLabels,
+    value: impl Fn(&[&ResultRow], &str) -> Result<(f64, String), String>,
+) -> (bool, String) {
     let selected = match at.rows(rows) {
         Ok(s) => s,
         Err(why) => return (false, format!("{variant}: {why} ({})", bounds.required())),
     };
     let findings = by_point(&selected)
         .values()
-        .map(|at_point| {
-            let label = labels.label(at_point[0]);
-            match median_of(at_point, variant, col) {
-                Ok(v) => (
-                    bounds.holds(v),
-                    bounds.margin(v),
-                    format!("{variant}: {col} = {} at {label}", fmt_num(v)),
-                ),
-                Err(why) => missing(format!("{variant}: {why} at {label}")),
-            }
-        })
+        .map(
+            |at_point| match value(at_point, &labels.label(at_point[0])) {
+                Ok((v, text)) => (bounds.holds(v), bounds.margin(v), text),
+                Err(why) => missing(why),
+            },
+        )
         .collect();
     summarize(findings, &bounds)
 }
@@ -1547,37 +1560,26 @@ fn share(
     at: &Selection,
     labels: &PointLabels,
 ) -> (bool, String) {
-    let selected = match at.rows(rows) {
-        Ok(s) => s,
-        Err(why) => return (false, format!("{variant}: {why} ({})", bounds.required())),
-    };
-    let findings = by_point(&selected)
-        .values()
-        .map(|at_point| {
-            let label = labels.label(at_point[0]);
-            // Phases may nest (a variant can report `loop` and its parts), so the share is taken
-            // of the measured wall time, never of a sum over phases.
-            let shares: Vec<f64> = at_point
-                .iter()
-                .filter(|r| r.variant == variant && r.wall_time_s > 0.0)
-                .filter_map(|r| r.phases_s.get(phase).map(|t| t / r.wall_time_s))
-                .collect();
-            match median(&shares) {
-                Some(s) => (
-                    bounds.holds(s),
-                    bounds.margin(s),
-                    format!(
-                        "{variant}: phase `{phase}` = {} of wall time at {label}",
-                        fmt_num(s)
-                    ),
-                ),
-                None => missing(format!(
-                    "no rows of `{variant}` with phase `{phase}` and a positive wall time at {label}"
-                )),
-            }
+    bounded_per_point(rows, variant, bounds, at, labels, |at_point, label| {
+        // Phases may nest (a variant can report `loop` and its parts), so the share is taken
+        // of the measured wall time, never of a sum over phases.
+        let shares: Vec<f64> = at_point
+            .iter()
+            .filter(|r| r.variant == variant && r.wall_time_s > 0.0)
+            .filter_map(|r| r.phases_s.get(phase).map(|t| t / r.wall_time_s))
+            .collect();
+        let text = |s: f64| {
+            format!(
+                "{variant}: phase `{phase}` = {} of wall time at {label}",
+                fmt_num(s)
+            )
+        };
+        median(&shares).map(|s| (s, text(s))).ok_or_else(|| {
+            format!(
+                "no rows of `{variant}` with phase `{phase}` and a positive wall time at {label}"
+            )
         })
-        .collect();
-    summarize(findings, &bounds)
+    })
 }
 
 #[cfg(test)]
