@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod bench;
 pub mod comm;
 pub mod corpora;
 pub mod csr;

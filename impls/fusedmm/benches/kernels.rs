@@ -18,7 +18,6 @@ use fusedmm::generate::erdos_renyi;
 use fusedmm::kernels::{self, CsrRef, Transposed};
 use fusedmm::{Dense, Par};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const ROWS: usize = 50_000;
@@ -87,24 +86,14 @@ fn local_kernels(c: &mut Criterion) {
     }
 }
 
-/// Criterion's settings for this bench: its reports go to `$CRITERION_HOME` when set, else to
-/// `criterion/` in the target directory cargo built the bench in. Criterion's own default joins
-/// `$CARGO_TARGET_DIR` as given, and cargo runs a bench in its package's folder, so a relative
-/// `CARGO_TARGET_DIR=target-x cargo bench` used to write the reports into the source tree
-/// (`impls/<crate>/target-x/criterion`).
+/// Criterion's settings for this bench: reports where
+/// [`parbench_common::bench::criterion_home`] says.
 fn config() -> Criterion {
-    let home = std::env::var_os("CRITERION_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            // Cargo sets CARGO_TARGET_TMPDIR, an absolute `<target dir>/tmp`, for benches.
-            Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .parent()
-                .expect("CARGO_TARGET_TMPDIR lies in the target directory")
-                .join("criterion")
-        });
     // `output_directory` (hidden from criterion's docs) sets what CRITERION_HOME sets in
     // `Criterion::default`.
-    Criterion::default().output_directory(&home)
+    Criterion::default().output_directory(&parbench_common::bench::criterion_home(env!(
+        "CARGO_TARGET_TMPDIR"
+    )))
 }
 
 criterion_group! {
