@@ -137,6 +137,20 @@ pub struct TraceRow {
     pub metrics: BTreeMap<String, f64>,
 }
 
+/// Whether metric `name` is one of `patterns` (a pattern ending in `*` matches every name it
+/// begins, one starting with `*` every name it ends), as [`Family::exact_metrics`] lists them.
+pub fn matches_metric(patterns: &[&str], name: &str) -> bool {
+    patterns.iter().any(|p| {
+        if let Some(prefix) = p.strip_suffix('*') {
+            name.starts_with(prefix)
+        } else if let Some(suffix) = p.strip_prefix('*') {
+            name.ends_with(suffix)
+        } else {
+            *p == name
+        }
+    })
+}
+
 /// A parameter a family understands, for validation messages, `parbench list` and help texts.
 /// Made from the family's [`crate::point_params!`] declaration, never written by hand.
 #[derive(Clone, Debug, PartialEq)]
@@ -169,6 +183,11 @@ pub trait Family: Send + Sync {
     fn params(&self) -> Vec<ParamSpec>;
     /// Data sources this family can read from the data dir: (file name, what it is).
     fn datasets(&self) -> Vec<(&'static str, &'static str)>;
+    /// The metrics this family counts rather than times (words sent, flops, model bytes):
+    /// the same on every machine, thread schedule and repetition for a given point, so the
+    /// regression gate compares them exactly. A name ending in `*` stands for every metric it
+    /// begins, one starting with `*` every metric it ends.
+    fn exact_metrics(&self) -> &'static [&'static str];
     /// Why `value` cannot be parameter `key`'s (`None`: the family has no parameter `key`).
     fn check_value(&self, key: &str, value: &Value) -> Option<Result<(), String>>;
     /// The typed form of a point whose every value passed [`Family::check_value`], or what is
@@ -220,6 +239,10 @@ pub trait TypedFamily: Send + Sync {
     /// Data sources this family can read from the data dir: (file name, what it is).
     fn datasets(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()
+    }
+    /// See [`Family::exact_metrics`].
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        &[]
     }
     /// What is wrong with a point's parameters taken together, for these variants (sizes of
     /// zero, grids that cannot be formed). Runs for every point before anything runs.
@@ -291,6 +314,9 @@ impl<F: TypedFamily> Family for F {
     }
     fn datasets(&self) -> Vec<(&'static str, &'static str)> {
         TypedFamily::datasets(self)
+    }
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        TypedFamily::exact_metrics(self)
     }
     fn check_value(&self, key: &str, value: &Value) -> Option<Result<(), String>> {
         <F::Point as crate::families::params::PointParams>::check_value(key, value)

@@ -20,6 +20,9 @@ use std::process::ExitCode;
 const EXIT_CLAIM_FAILED: u8 = 3;
 /// Exit code when `check` finds a performance regression against the baseline.
 const EXIT_REGRESSION: u8 = 4;
+/// Exit code when `check` finds baseline entries it could not gate (missing from the run, or
+/// too short to time without an exemption).
+const EXIT_NOT_GATED: u8 = 5;
 
 #[derive(Parser)]
 #[command(
@@ -78,26 +81,55 @@ enum Command {
     Plot {
         run_dir: PathBuf,
     },
-    /// Re-evaluate the claims of stored runs and compare them with a baseline; exit 3 on a failed
-    /// claim, 4 on a regression.
+    /// Re-evaluate the claims of stored runs and gate them against a baseline: exact counters,
+    /// instruction counts (runs of `parbench gate count`) and calibrated times, every variant.
+    /// Exit 3 on a failed claim, 4 on a regression, 5 when a baseline entry could not be gated.
+    #[command(
+        long_about = "Re-evaluate the claims of stored runs and gate them against a baseline.\n\n\
+Three tiers, per variant, reference variants included: the family's exact counters (words and messages \
+sent, flops, model bytes, tokens) must not change; instruction counts (in runs made by `parbench gate \
+count`) may grow by at most --max-instruction-growth; times, divided by a calibration timed after every \
+run, must not grow: a regression is a bootstrap interval of the ratio of medians (now / baseline) whose \
+lower end is above --max-slowdown. Times are compared with the baseline's for this kind of machine (CPU \
+model, ISA extensions, CPUs); on a kind the baseline lacks, only as ratios to the point's reference \
+variant. Every baseline entry must be in the runs and long enough to time unless its experiment says \
+why not (`gate: {untimed: ..., optional: ...}`).\n\n\
+Exit codes: 0 all gated and passed; 3 a claim failed; 4 a regression; 5 an entry not gated; 1 an error \
+(unreadable run or baseline).\n\n\
+Accept an intended change by regenerating the baseline in the same commit: `parbench check RUN... \
+--write-baseline FILE` updates FILE with the runs' counts and this machine's times, keeping other \
+machines' times."
+    )]
     Check {
-        /// A run directory, or a reproduce directory holding several.
-        run_dir: PathBuf,
+        /// Run directories, or reproduce directories holding several; runs of one experiment
+        /// are pooled (more repetitions, a truer spread).
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
         /// Baseline JSON to compare against (e.g. results/baselines/quick.json).
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
-        /// Write the runs' medians as a new baseline to FILE instead of comparing.
-        #[arg(long, value_name = "FILE")]
+        /// Record the runs into FILE (created, or updated keeping other machines' times)
+        /// instead of comparing.
+        #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
         write_baseline: Option<PathBuf>,
-        /// A variant's time relative to the reference variant may grow by this factor before it
-        /// counts as a regression.
-        #[arg(long, default_value_t = 1.5)]
+        /// A time ratio (now / baseline, per calibration) is a regression when the lower end
+        /// of its interval exceeds this factor.
+        #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
         max_slowdown: f64,
-        /// Compare relative times only where every median involved is at least this many
-        /// seconds (shorter runs are scheduling noise on a shared machine).
+        /// Confidence of the time ratio's bootstrap interval.
+        #[arg(long, default_value_t = check::DEFAULT_CONFIDENCE)]
+        confidence: f64,
+        /// Allowed growth of an instruction count, as a fraction (0.02 = 2%).
+        #[arg(long, default_value_t = check::DEFAULT_MAX_INSTRUCTION_GROWTH)]
+        max_instruction_growth: f64,
+        /// Entries whose median time is shorter are not timed (and fail unless exempt).
         #[arg(long, default_value_t = check::DEFAULT_MIN_TIME_S)]
         min_time: f64,
     },
+    /// The regression gate's deterministic tier: run the gate workloads with each run's
+    /// instructions counted under valgrind's callgrind.
+    #[command(subcommand)]
+    Gate(GateCommand),
     /// List families, their variants and parameters, and the experiment files.
     List {
         #[arg(long, value_name = "DIR", default_value = "experiments")]
@@ -114,6 +146,8 @@ enum Command {
     },
     // No doc comment: it would replace the about/long_about that `WmdArgs` carries.
     Wmd(wmd_cmd::WmdArgs),
+    // No doc comment: it would replace the about/long_about that `HistoryArgs` carries.
+    History(parbench::analysis::history::HistoryArgs),
     /// One FusedMM/SDDMM/SpMM kernel on one distributed algorithm, with exact communication counts.
     Fusedmm(fusedmm_cmd::FusedmmArgs),
     /// Latent Dirichlet allocation on your corpus: train, print topics, write the tables.
@@ -138,6 +172,38 @@ enum Command {
         /// Runs to make (warm-ups first); rank 0 prints one measurement line per run.
         #[arg(long)]
         runs: usize,
+    },
+}
+
+/// The regression gate's commands.
+#[derive(Subcommand)]
+enum GateCommand {
+    /// Run gate workloads once each (after a warm-up) with every run's instructions counted
+    /// under valgrind's callgrind, into OUT/<experiment>; compare them with `parbench check
+    /// OUT --baseline FILE`. Only the variants' own runs are counted (not parsing or
+    /// generation). Valgrind presents a CPU without AVX-512, so the kernels take their AVX2
+    /// path there; the path counted is recorded with the counts.
+    Count {
+        /// Experiment files or directories of them.
+        #[arg(default_value = "experiments/gate")]
+        experiments: Vec<PathBuf>,
+        /// Directory for the counted runs.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The valgrind program.
+        #[arg(long, default_value = "valgrind")]
+        valgrind: String,
+    },
+    /// Run gate workloads natively, repetitions of the variants interleaved and each followed
+    /// by a calibration, into OUT/<experiment>; compare them with `parbench check OUT
+    /// --baseline FILE` (the timing tier).
+    Time {
+        /// Experiment files or directories of them.
+        #[arg(default_value = "experiments/gate")]
+        experiments: Vec<PathBuf>,
+        /// Directory for the runs.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
 }
 
@@ -219,19 +285,50 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check {
-            run_dir,
+            run_dirs,
             baseline,
             write_baseline,
             max_slowdown,
+            confidence,
+            max_instruction_growth,
             min_time,
-        } => check_runs(
-            &run_dir,
-            baseline.as_deref(),
-            write_baseline.as_deref(),
-            &check::CheckOptions {
+        } => {
+            let options = check::CheckOptions {
                 max_slowdown,
+                confidence,
+                max_instruction_growth,
                 min_time_s: min_time,
-                ..check::CheckOptions::default()
+            };
+            if !(max_slowdown >= 1.0 && (0.5..1.0).contains(&confidence)) {
+                bail!("--max-slowdown must be at least 1 and --confidence in [0.5, 1)");
+            }
+            if !(0.0..1.0).contains(&max_instruction_growth) || min_time < 0.0 {
+                bail!("--max-instruction-growth must be in [0, 1) and --min-time not negative");
+            }
+            check_runs(
+                &run_dirs,
+                baseline.as_deref(),
+                write_baseline.as_deref(),
+                &options,
+            )
+        }
+        Command::Gate(GateCommand::Count {
+            experiments,
+            out,
+            valgrind,
+        }) => {
+            parbench::exec::gate::count(&experiments, &out, &valgrind, data_dir.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::History(args) => {
+            print!("{}", parbench::analysis::history::run(&args)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Gate(GateCommand::Time { experiments, out }) => Ok(
+            if parbench::exec::gate::time(&experiments, &out, data_dir.as_deref())? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_CLAIM_FAILED)
             },
         ),
         Command::List { experiments } => {
@@ -290,7 +387,9 @@ fn experiment_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .with_context(|| format!("reading the experiments directory {}", dir.display()))?;
     for family in entries {
         let family = family?.path();
-        if family.is_dir() {
+        // experiments/gate/ holds the regression gate's workloads, run by `parbench gate`
+        // and CI, not paper reproductions.
+        if family.is_dir() && !family.ends_with("gate") {
             for f in std::fs::read_dir(&family)? {
                 let f = f?.path();
                 if f.extension().is_some_and(|e| e == "yaml" || e == "yml") {
@@ -421,48 +520,115 @@ fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn check_runs(
-    run_dir: &Path,
+    roots: &[PathBuf],
     baseline: Option<&Path>,
     write_baseline: Option<&Path>,
     options: &check::CheckOptions,
 ) -> Result<ExitCode> {
-    let dirs = run_dirs(run_dir)?;
+    // Runs of one experiment (from several roots) are pooled, counted runs (valgrind's, whose
+    // times mean nothing) apart from timed ones.
+    let mut runs: Vec<results::StoredRun> = Vec::new();
+    for root in roots {
+        for dir in run_dirs(root)? {
+            let run = results::load_run(&dir)?;
+            let counted = check::is_counted(&run.rows);
+            match runs
+                .iter_mut()
+                .find(|r| r.config.name == run.config.name && check::is_counted(&r.rows) == counted)
+            {
+                Some(first) => first.rows.extend(run.rows),
+                None => runs.push(run),
+            }
+        }
+    }
     if let Some(path) = write_baseline {
-        let mut all = check::Baseline::default();
-        for dir in &dirs {
-            let run = results::load_run(dir)?;
-            all.merge(check::make_baseline(&run.rows, &run.config));
+        let mut all = if path.exists() {
+            check::Baseline::load(path)?
+        } else {
+            check::Baseline::default()
+        };
+        for run in &runs {
+            all.update(check::make_baseline(&run.rows, &run.config, &run.machine));
         }
         all.save(path)?;
-        println!("baseline written to {}", path.display());
+        let mut names: Vec<&str> = runs.iter().map(|r| r.config.name.as_str()).collect();
+        names.dedup();
+        println!(
+            "baseline {} updated with {} experiment(s) from {} run group(s) (counted and timed runs apart)",
+            path.display(),
+            names.len(),
+            runs.len()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let base = match baseline {
         Some(p) => Some(check::Baseline::load(p)?),
         None => None,
     };
-    let (mut claims_ok, mut perf_ok) = (true, true);
-    for dir in &dirs {
-        let run = results::load_run(dir)?;
-        let report = check::check_with(&run.rows, &run.config, base.as_ref(), options);
-        println!("== {} ({}) ==", run.config.name, dir.display());
+    let (mut claims_ok, mut perf_ok, mut gated_ok) = (true, true, true);
+    let mut coverage = check::Coverage::default();
+    for run in &runs {
+        let report = check::check(
+            &check::RunView {
+                rows: &run.rows,
+                config: &run.config,
+                machine: &run.machine,
+            },
+            base.as_ref(),
+            options,
+        );
+        println!("== {} ({}) ==", run.config.name, run.dir.display());
         print_claims(&report.claims);
-        for w in &report.warnings {
-            println!("  warning: {w}");
-        }
         for r in &report.regressions {
             println!("  REGRESSION: {r}");
+        }
+        for g in &report.gaps {
+            println!("  NOT GATED: {g}");
         }
         for n in &report.notes {
             println!("  note: {n}");
         }
-        claims_ok &= report.claims.iter().all(|c| c.passed);
+        if base.is_some() {
+            println!("  {}", report.coverage);
+        }
+        coverage.add(&report.coverage);
+        claims_ok &= report.claims_passed();
         perf_ok &= report.regressions.is_empty();
+        gated_ok &= report.gaps.is_empty();
+    }
+    if let Some(base) = &base {
+        for name in base.experiments.keys() {
+            if runs.iter().any(|r| &r.config.name == name) {
+                continue;
+            }
+            match check::missing_experiment(base, name) {
+                Some(Ok(note)) => println!("note: {note}"),
+                Some(Err(gap)) => {
+                    println!("NOT GATED: {gap}");
+                    let entries: usize = base.experiments[name]
+                        .points
+                        .values()
+                        .map(|v| v.len())
+                        .sum();
+                    coverage.entries += entries;
+                    gated_ok = false;
+                }
+                None => {}
+            }
+        }
+        println!(
+            "gate: {coverage}; time regression when the {}% interval's lower end exceeds {}x, instructions +{}%, counters exact",
+            claims::fmt_num(100.0 * options.confidence),
+            options.max_slowdown,
+            claims::fmt_num(100.0 * options.max_instruction_growth)
+        );
     }
     Ok(if !claims_ok {
         ExitCode::from(EXIT_CLAIM_FAILED)
     } else if !perf_ok {
         ExitCode::from(EXIT_REGRESSION)
+    } else if !gated_ok {
+        ExitCode::from(EXIT_NOT_GATED)
     } else {
         ExitCode::SUCCESS
     })

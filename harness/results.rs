@@ -211,6 +211,8 @@ pub struct StoredRun {
     /// Whether the run used `--quick` (from `meta.json`).
     pub quick: bool,
     pub rows: Vec<ResultRow>,
+    /// Where the run was made (from `meta.json`).
+    pub machine: StoredMachine,
 }
 
 /// The part of `meta.json` analysis needs; unknown or missing fields (a run made by another
@@ -219,6 +221,26 @@ pub struct StoredRun {
 struct StoredFlags {
     #[serde(default)]
     quick: bool,
+    #[serde(default)]
+    machine: StoredMachine,
+}
+
+/// The machine of a stored run, as far as the regression gate needs it (fields a run made by
+/// an earlier parbench lacks are empty).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct StoredMachine {
+    #[serde(default)]
+    pub cpu_model: String,
+    /// See [`crate::exec::machine::fingerprint`].
+    #[serde(default)]
+    pub fingerprint: String,
+    /// Vector path per family crate (see [`crate::exec::machine::dispatch`]).
+    #[serde(default)]
+    pub dispatch: BTreeMap<String, String>,
+    #[serde(default)]
+    pub git_commit: Option<String>,
+    #[serde(default)]
+    pub timestamp: String,
 }
 
 /// Loads a run for plotting and checking from `dir` alone: `experiment.yaml` (parsed with
@@ -254,6 +276,7 @@ pub fn load_run(dir: &Path) -> anyhow::Result<StoredRun> {
         config,
         quick: flags.quick,
         rows,
+        machine: flags.machine,
     })
 }
 

@@ -1,68 +1,124 @@
-//! `parbench check`: re-evaluates an experiment's claims on stored rows and compares the run
-//! against a committed baseline.
+//! `parbench check`: re-evaluates an experiment's claims on stored rows and gates the run
+//! against a committed baseline, in three tiers, per variant, references included:
 //!
-//! The baseline records, per experiment, per point (parameters rendered by
-//! [`crate::experiment::plan::point_key`]) and per variant, the median wall time and the median time
-//! relative to the reference variant (the equivalence reference, else the first variant) at
-//! the same point. Relative times come from one run on one machine, so machine speed and noise
-//! shared by all variants cancel: a variant whose relative time grew by more than
-//! `max_slowdown` is a regression. Absolute times move with the machine, so only a slowdown
-//! beyond the generous `max_absolute_slowdown` is reported, as a warning. Points absent from
-//! the baseline are skipped with a note. Cost: O(rows log rows).
+//! - **Exact counters**: the metrics a family counts rather than times
+//!   ([`crate::family::Family::exact_metrics`]: words and messages sent, flops, model bytes,
+//!   tokens) must equal the baseline's exactly, on any machine.
+//! - **Instructions**: a run made by `parbench gate count` carries each run's instruction
+//!   count under callgrind (the `instructions` metric), which may grow by at most
+//!   [`CheckOptions::max_instruction_growth`]; the count depends on the vector path the
+//!   kernels dispatched to, so the baseline records the path and a run on another path is not
+//!   compared but reported.
+//! - **Time**: each repetition's wall time is divided by the calibration timed right after it
+//!   on the same threads (`calibration_s`, see [`crate::exec::calibration`]), so a slower
+//!   host does not read as a regression and "everything 10x slower" does. Baselines of time
+//!   are kept per machine kind ([`crate::exec::machine::fingerprint`]); the verdict is a
+//!   percentile-bootstrap interval of the ratio of medians (now / baseline), and a regression
+//!   is an interval whose lower end exceeds [`CheckOptions::max_slowdown`]. On a machine kind
+//!   the baseline has no times for, the check says so and compares only same-run ratios (a
+//!   variant's time over its point's reference variant's).
+//!
+//! Coverage is part of the verdict: every entry of the baseline must be present in the run
+//! and, unless its experiment states why it is exempt (`gate: {untimed: ..., optional: ...}`),
+//! long enough to time. The report counts the gated entries and prints every note.
 
-use crate::analysis::claims::{self, ClaimOutcome};
+use crate::analysis::claims::{self, fmt_num, ClaimOutcome};
+use crate::exec::executor::CALIBRATION_METRIC;
 use crate::experiment::config::ExperimentConfig;
 use crate::experiment::plan::point_key;
-use crate::family::ResultRow;
-use crate::util::stats::median;
+use crate::family::{matches_metric, ResultRow};
+use crate::results::StoredMachine;
+use crate::util::stats::{median, ratio_of_medians};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Default allowed growth of a variant's time relative to the reference variant.
+/// Default factor the lower end of a time ratio's interval must exceed to be a regression.
 pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.5;
-/// Default absolute slowdown above which a warning is printed.
-pub const DEFAULT_MAX_ABSOLUTE_SLOWDOWN: f64 = 3.0;
-/// Shortest median time (of the variant and of the reference, now and in the baseline) whose
-/// ratio is compared: below it, scheduling noise on a shared machine (16 in-process ranks on 2
-/// cores, a cold page) moves ratios by more than any allowed slowdown.
-pub const DEFAULT_MIN_TIME_S: f64 = 0.02;
+/// Default confidence of the time ratio's interval.
+pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+/// Default allowed growth of an instruction count (a fraction: 0.02 is 2%): counts of an
+/// unchanged build repeat to within 0.4% (hash seeds and the allocator vary per process).
+pub const DEFAULT_MAX_INSTRUCTION_GROWTH: f64 = 0.02;
+/// Shortest median time that is timed: below it, one scheduling hiccup on a shared machine is
+/// a large fraction of the run.
+pub const DEFAULT_MIN_TIME_S: f64 = 0.005;
+/// The metric `parbench gate count` stores each run's instruction count in.
+pub const INSTRUCTIONS_METRIC: &str = "instructions";
 /// Version of the baseline file format.
-pub const BASELINE_VERSION: u32 = 1;
+pub const BASELINE_VERSION: u32 = 2;
 
-/// Reference timings committed to the repository.
+/// What the gate compares against, committed to the repository.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
     pub version: u32,
+    /// Machine kind (fingerprint) -> where its times were recorded.
+    #[serde(default)]
+    pub machines: BTreeMap<String, MachineRecord>,
     /// Experiment name -> its baseline.
     pub experiments: BTreeMap<String, ExperimentBaseline>,
 }
 
-/// An empty baseline of the current format (what `check --write-baseline` merges runs into).
+/// An empty baseline of the current format (what `check --write-baseline` starts from).
 impl Default for Baseline {
     fn default() -> Self {
         Baseline {
             version: BASELINE_VERSION,
+            machines: BTreeMap::new(),
             experiments: BTreeMap::new(),
         }
     }
 }
 
+/// The machine a baseline's times were taken on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineRecord {
+    pub cpu_model: String,
+    /// The commit the runs were made from.
+    pub commit: Option<String>,
+    /// When the runs were made (RFC 3339).
+    pub recorded: String,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExperimentBaseline {
-    /// The variant relative times are measured against.
+    /// The variant same-run ratios are taken against.
     pub reference_variant: String,
-    /// Point key -> variant -> timings.
+    /// Why a run may lack this experiment (its `gate.optional`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<String>,
+    /// Point key -> variant -> entry.
     pub points: BTreeMap<String, BTreeMap<String, BaselineEntry>>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One variant at one point.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BaselineEntry {
+    /// The family's exact counters, compared exactly.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, f64>,
+    /// Instructions of one run under callgrind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<u64>,
+    /// The vector path the instructions were counted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_path: Option<String>,
+    /// Per repetition, its wall time over the median time of the point's reference variant
+    /// in the same run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relative: Vec<f64>,
+    /// Machine kind -> times on that kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub timings: BTreeMap<String, Timing>,
+}
+
+/// Times of one variant at one point on one kind of machine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Per repetition, wall time over the calibration timed right after it.
+    pub normalized: Vec<f64>,
     pub median_wall_time_s: f64,
-    /// Median wall time divided by the reference variant's at the same point (None when the
-    /// reference has no rows there).
-    pub relative_to_reference: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +135,7 @@ pub enum BaselineError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("{}: baseline format version {found}, this parbench reads version {expected}; regenerate it with the current parbench", path.display())]
+    #[error("{}: baseline format version {found}, this parbench reads version {expected}; regenerate it with `parbench check RUN --write-baseline {}`", path.display(), path.display())]
     Version {
         path: PathBuf,
         found: u32,
@@ -107,28 +163,67 @@ impl Baseline {
             path: path.to_path_buf(),
             source,
         })?;
-        let baseline: Baseline =
-            serde_json::from_str(&text).map_err(|source| BaselineError::Json {
+        Self::parse(&text, path)
+    }
+
+    /// A baseline from its JSON text (`path` names it in errors).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, BaselineError> {
+        #[derive(Deserialize)]
+        struct Version {
+            version: u32,
+        }
+        let version: Version =
+            serde_json::from_str(text).map_err(|source| BaselineError::Json {
                 path: path.to_path_buf(),
                 source,
             })?;
-        if baseline.version != BASELINE_VERSION {
+        if version.version != BASELINE_VERSION {
             return Err(BaselineError::Version {
                 path: path.to_path_buf(),
-                found: baseline.version,
+                found: version.version,
                 expected: BASELINE_VERSION,
             });
         }
-        Ok(baseline)
+        serde_json::from_str(text).map_err(|source| BaselineError::Json {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
-    /// Adds (or replaces) the experiments of `other`, so one file can hold several.
-    pub fn merge(&mut self, other: Baseline) {
-        self.experiments.extend(other.experiments);
+    /// Takes the experiments of `new` (a baseline made from runs), keeping the times this
+    /// baseline holds for other machine kinds at entries both have, and its times and counts
+    /// where `new` has none (a counting run has no times; a timing run no instructions).
+    pub fn update(&mut self, new: Baseline) {
+        self.machines.extend(new.machines);
+        for (name, mut exp) in new.experiments {
+            if let Some(old) = self.experiments.get(&name) {
+                for (key, variants) in &mut exp.points {
+                    for (variant, entry) in variants {
+                        let Some(was) = old.points.get(key).and_then(|v| v.get(variant)) else {
+                            continue;
+                        };
+                        for (kind, t) in &was.timings {
+                            entry
+                                .timings
+                                .entry(kind.clone())
+                                .or_insert_with(|| t.clone());
+                        }
+                        if entry.instructions.is_none() {
+                            entry.instructions = was.instructions;
+                            entry.counted_path.clone_from(&was.counted_path);
+                        }
+                        if entry.relative.is_empty() {
+                            entry.relative.clone_from(&was.relative);
+                        }
+                    }
+                }
+            }
+            self.experiments.insert(name, exp);
+        }
     }
 }
 
-/// The variant relative times are measured against: the equivalence reference, else the first
+/// The variant same-run ratios are taken against: the equivalence reference, else the first
 /// listed variant that has rows, else the first variant found in the rows.
 pub fn reference_variant(rows: &[ResultRow], config: &ExperimentConfig) -> Option<String> {
     let has_rows = |v: &str| rows.iter().any(|r| r.variant == v);
@@ -141,65 +236,174 @@ pub fn reference_variant(rows: &[ResultRow], config: &ExperimentConfig) -> Optio
         .or_else(|| rows.iter().map(|r| r.variant.clone()).min())
 }
 
-/// Summarizes a run's rows as a baseline for `config.name`.
-pub fn make_baseline(rows: &[ResultRow], config: &ExperimentConfig) -> Baseline {
-    let mut experiments = BTreeMap::new();
-    experiments.insert(config.name.clone(), experiment_baseline(rows, config));
-    Baseline {
-        version: BASELINE_VERSION,
-        experiments,
+/// The exact-counter patterns of `config`'s family (none for a family this parbench lacks).
+fn exact_patterns(config: &ExperimentConfig) -> &'static [&'static str] {
+    crate::families::find(&config.family).map_or(&[], |f| f.exact_metrics())
+}
+
+/// The vector path `family`'s crate dispatched to on `machine` (the crate whose name begins
+/// the family's: `fusedmm-apps` runs fusedmm's kernels).
+fn dispatch_path(machine: &StoredMachine, family: &str) -> Option<String> {
+    machine
+        .dispatch
+        .iter()
+        .filter(|(krate, _)| family.starts_with(krate.as_str()))
+        .max_by_key(|(krate, _)| krate.len())
+        .map(|(krate, path)| format!("{krate} {path}"))
+}
+
+/// The rows of one variant at one point.
+struct Group<'r> {
+    rows: Vec<&'r ResultRow>,
+}
+
+impl Group<'_> {
+    fn times(&self) -> Vec<f64> {
+        self.rows.iter().map(|r| r.wall_time_s).collect()
+    }
+    /// Wall time over calibration per repetition (empty when any repetition lacks one).
+    fn normalized(&self) -> Vec<f64> {
+        let v: Vec<f64> = self
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let c = *r.metrics.get(CALIBRATION_METRIC)?;
+                (c > 0.0).then(|| r.wall_time_s / c)
+            })
+            .collect();
+        if v.len() == self.rows.len() {
+            v
+        } else {
+            Vec::new()
+        }
+    }
+    /// The one value every repetition gives `metric`, or every distinct value it takes.
+    fn values_of(&self, metric: &str) -> Vec<f64> {
+        let mut v: Vec<f64> = self
+            .rows
+            .iter()
+            .filter_map(|r| r.metrics.get(metric).copied())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        v
     }
 }
 
-fn experiment_baseline(rows: &[ResultRow], config: &ExperimentConfig) -> ExperimentBaseline {
-    let reference = reference_variant(rows, config).unwrap_or_default();
-    let mut times: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+/// Rows grouped by point key and variant.
+fn groups<'r>(rows: &'r [ResultRow]) -> BTreeMap<String, BTreeMap<String, Group<'r>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Group<'r>>> = BTreeMap::new();
     for row in rows {
-        times
-            .entry(point_key(&row.params))
+        out.entry(point_key(&row.params))
             .or_default()
             .entry(row.variant.clone())
-            .or_default()
-            .push(row.wall_time_s);
+            .or_insert_with(|| Group { rows: Vec::new() })
+            .rows
+            .push(row);
     }
-    let points = times
-        .into_iter()
-        .map(|(key, by_variant)| {
-            let medians: BTreeMap<String, f64> = by_variant
-                .into_iter()
-                .filter_map(|(v, ts)| median(&ts).map(|m| (v, m)))
-                .collect();
-            let reference_time = medians.get(&reference).copied();
-            let entries = medians
-                .iter()
-                .map(|(v, &m)| {
-                    let relative = reference_time.filter(|&r| r > 0.0).map(|r| m / r);
-                    (
-                        v.clone(),
-                        BaselineEntry {
-                            median_wall_time_s: m,
-                            relative_to_reference: relative,
-                        },
-                    )
-                })
-                .collect();
-            (key, entries)
-        })
-        .collect();
-    ExperimentBaseline {
-        reference_variant: reference,
-        points,
+    out
+}
+
+/// Whether `rows` come from a counted run (`parbench gate count`: instructions under valgrind,
+/// whose times mean nothing).
+pub fn is_counted(rows: &[ResultRow]) -> bool {
+    rows.iter()
+        .any(|r| r.metrics.contains_key(INSTRUCTIONS_METRIC))
+}
+
+/// A baseline of `config`'s rows, made on `machine`. Several runs of one experiment (pooled
+/// rows, from repeated runs) give each entry more repetitions and so a truer spread.
+pub fn make_baseline(
+    rows: &[ResultRow],
+    config: &ExperimentConfig,
+    machine: &StoredMachine,
+) -> Baseline {
+    let reference = reference_variant(rows, config).unwrap_or_default();
+    let patterns = exact_patterns(config);
+    let path = dispatch_path(machine, &config.family);
+    let counted = is_counted(rows);
+    let by_point = groups(rows);
+    let mut points = BTreeMap::new();
+    for (key, variants) in &by_point {
+        let reference_time = variants.get(&reference).and_then(|g| median(&g.times()));
+        let mut entries = BTreeMap::new();
+        for (variant, group) in variants {
+            let mut entry = BaselineEntry::default();
+            let names: std::collections::BTreeSet<&String> =
+                group.rows.iter().flat_map(|r| r.metrics.keys()).collect();
+            for name in names {
+                if matches_metric(patterns, name) {
+                    if let [value] = group.values_of(name)[..] {
+                        entry.counters.insert(name.clone(), value);
+                    }
+                }
+            }
+            if let [count] = group.values_of(INSTRUCTIONS_METRIC)[..] {
+                entry.instructions = Some(count as u64);
+                entry.counted_path.clone_from(&path);
+            }
+            if counted {
+                entries.insert(variant.clone(), entry);
+                continue;
+            }
+            if let Some(r) = reference_time.filter(|&r| r > 0.0) {
+                entry.relative = group.times().iter().map(|t| t / r).collect();
+            }
+            let normalized = group.normalized();
+            if !normalized.is_empty() && !machine.fingerprint.is_empty() {
+                entry.timings.insert(
+                    machine.fingerprint.clone(),
+                    Timing {
+                        normalized,
+                        median_wall_time_s: median(&group.times()).unwrap_or(0.0),
+                    },
+                );
+            }
+            entries.insert(variant.clone(), entry);
+        }
+        points.insert(key.clone(), entries);
+    }
+    let mut machines = BTreeMap::new();
+    if !machine.fingerprint.is_empty()
+        && rows
+            .iter()
+            .any(|r| r.metrics.contains_key(CALIBRATION_METRIC))
+    {
+        machines.insert(
+            machine.fingerprint.clone(),
+            MachineRecord {
+                cpu_model: machine.cpu_model.clone(),
+                commit: machine.git_commit.clone(),
+                recorded: machine.timestamp.clone(),
+            },
+        );
+    }
+    Baseline {
+        version: BASELINE_VERSION,
+        machines,
+        experiments: BTreeMap::from([(
+            config.name.clone(),
+            ExperimentBaseline {
+                reference_variant: reference,
+                optional: config.gate.optional.clone(),
+                points,
+            },
+        )]),
     }
 }
 
 /// Thresholds of the baseline comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CheckOptions {
-    /// Allowed growth factor of a variant's time relative to the reference variant.
+    /// A time ratio (now / baseline) is a regression when the lower end of its interval
+    /// exceeds this factor.
     pub max_slowdown: f64,
-    /// Absolute slowdown factor above which a warning is reported.
-    pub max_absolute_slowdown: f64,
-    /// Relative times are compared only where every time involved is at least this long.
+    /// Confidence of the time ratio's bootstrap interval.
+    pub confidence: f64,
+    /// Allowed growth of an instruction count, as a fraction.
+    pub max_instruction_growth: f64,
+    /// Entries whose median time (now or in the baseline) is shorter are not timed, and fail
+    /// the check unless their experiment is `untimed`.
     pub min_time_s: f64,
 }
 
@@ -207,9 +411,50 @@ impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
             max_slowdown: DEFAULT_MAX_SLOWDOWN,
-            max_absolute_slowdown: DEFAULT_MAX_ABSOLUTE_SLOWDOWN,
+            confidence: DEFAULT_CONFIDENCE,
+            max_instruction_growth: DEFAULT_MAX_INSTRUCTION_GROWTH,
             min_time_s: DEFAULT_MIN_TIME_S,
         }
+    }
+}
+
+/// How many baseline entries each tier compared.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Entries (point x variant) in the baseline for the experiments checked.
+    pub entries: usize,
+    /// Entries at least one tier compared.
+    pub gated: usize,
+    pub timed: usize,
+    /// Of the timed, those compared by same-run ratio (no times for this machine kind).
+    pub timed_by_ratio: usize,
+    pub counted: usize,
+    pub instructions: usize,
+}
+
+impl Coverage {
+    pub fn add(&mut self, other: &Coverage) {
+        self.entries += other.entries;
+        self.gated += other.gated;
+        self.timed += other.timed;
+        self.timed_by_ratio += other.timed_by_ratio;
+        self.counted += other.counted;
+        self.instructions += other.instructions;
+    }
+}
+
+impl fmt::Display for Coverage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "gated {} of {} entries (time: {}, of them {} by same-run ratio only; exact counters: {}; instructions: {})",
+            self.gated,
+            self.entries,
+            self.timed,
+            self.timed_by_ratio,
+            self.counted,
+            self.instructions
+        )
     }
 }
 
@@ -217,12 +462,13 @@ impl Default for CheckOptions {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CheckReport {
     pub claims: Vec<ClaimOutcome>,
-    /// Relative slowdowns beyond the allowed factor (fail the check).
+    /// Slower times, more instructions, changed counters (fail the check).
     pub regressions: Vec<String>,
-    /// Absolute slowdowns beyond the generous factor (do not fail the check).
-    pub warnings: Vec<String>,
-    /// What was not compared and why (points or experiments absent from the baseline).
+    /// Baseline entries the run lacks or could not time, without an exemption (fail the check).
+    pub gaps: Vec<String>,
+    /// What was not compared and why, exemptions, and improvements worth a new baseline.
     pub notes: Vec<String>,
+    pub coverage: Coverage,
 }
 
 impl CheckReport {
@@ -230,7 +476,7 @@ impl CheckReport {
         self.claims.iter().all(|c| c.passed)
     }
     pub fn passed(&self) -> bool {
-        self.claims_passed() && self.regressions.is_empty()
+        self.claims_passed() && self.regressions.is_empty() && self.gaps.is_empty()
     }
 }
 
@@ -243,8 +489,8 @@ impl fmt::Display for CheckReport {
         for r in &self.regressions {
             writeln!(f, "REGRESSION {r}")?;
         }
-        for w in &self.warnings {
-            writeln!(f, "warning: {w}")?;
+        for g in &self.gaps {
+            writeln!(f, "NOT GATED {g}")?;
         }
         for n in &self.notes {
             writeln!(f, "note: {n}")?;
@@ -253,133 +499,255 @@ impl fmt::Display for CheckReport {
     }
 }
 
-/// Re-evaluates `config`'s claims on `rows` and compares with `baseline` (when given), with
-/// the default absolute-slowdown warning factor.
-pub fn check(
-    rows: &[ResultRow],
-    config: &ExperimentConfig,
-    baseline: Option<&Baseline>,
-    max_slowdown: f64,
-) -> CheckReport {
-    check_with(
-        rows,
-        config,
-        baseline,
-        &CheckOptions {
-            max_slowdown,
-            ..CheckOptions::default()
-        },
-    )
+/// The run being checked: its rows, experiment and machine.
+pub struct RunView<'a> {
+    pub rows: &'a [ResultRow],
+    pub config: &'a ExperimentConfig,
+    pub machine: &'a StoredMachine,
 }
 
-/// [`check`] with every threshold explicit.
-pub fn check_with(
-    rows: &[ResultRow],
-    config: &ExperimentConfig,
-    baseline: Option<&Baseline>,
-    options: &CheckOptions,
-) -> CheckReport {
+/// Re-evaluates the run's claims and compares it with `baseline` (when given).
+pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions) -> CheckReport {
     let mut report = CheckReport {
-        claims: claims::evaluate(config, rows),
+        claims: claims::evaluate(run.config, run.rows),
         ..CheckReport::default()
     };
     let Some(baseline) = baseline else {
         return report;
     };
-    let Some(old) = baseline.experiments.get(&config.name) else {
+    let name = &run.config.name;
+    let Some(old) = baseline.experiments.get(name) else {
         report.notes.push(format!(
-            "the baseline has no entry for experiment `{}`; nothing compared (add one with the baseline command)",
-            config.name
+            "the baseline has no entry for experiment `{name}`; nothing compared (add it with `parbench check RUN --write-baseline FILE`)"
         ));
         return report;
     };
-    let new = experiment_baseline(rows, config);
-    let same_reference = old.reference_variant == new.reference_variant;
-    if !same_reference {
+    let now = groups(run.rows);
+    let kind = &run.machine.fingerprint;
+    let has_machine = baseline.machines.contains_key(kind);
+    let untimed = run.config.gate.untimed.as_deref();
+    let counting_run = is_counted(run.rows);
+    let path_now = dispatch_path(run.machine, &run.config.family);
+    let reference = &old.reference_variant;
+    let reference_now: BTreeMap<&String, f64> = now
+        .iter()
+        .filter_map(|(key, vs)| Some((key, median(&vs.get(reference)?.times())?)))
+        .collect();
+    if !counting_run && !has_machine {
         report.notes.push(format!(
-            "the baseline measures relative times against `{}`, this run against `{}`: relative times not compared",
-            old.reference_variant, new.reference_variant
+            "the baseline has no times for this kind of machine ({kind}); times compared only as same-run ratios to `{reference}` (record this machine's with --write-baseline)"
         ));
     }
-    let mut absent_points = 0;
-    let mut short_points = 0usize;
-    for (key, variants) in &new.points {
-        let Some(old_variants) = old.points.get(key) else {
-            absent_points += 1;
-            report
-                .notes
-                .push(format!("point {key} is not in the baseline: skipped"));
-            continue;
-        };
-        for (variant, now) in variants {
-            let Some(then) = old_variants.get(variant) else {
-                report.notes.push(format!(
-                    "variant `{variant}` at {key} is not in the baseline: skipped"
-                ));
+    let mut untimed_references = 0usize;
+    if let Some(why) = untimed {
+        report.notes.push(format!("times not gated: {why}"));
+    }
+    let mut c = Coverage::default();
+    let mut short = 0usize;
+    for (key, variants) in &old.points {
+        for (variant, then) in variants {
+            c.entries += 1;
+            let who = format!("`{variant}` at {key}");
+            let Some(group) = now.get(key).and_then(|v| v.get(variant)) else {
+                report
+                    .gaps
+                    .push(format!("{who}: in the baseline, not in this run"));
                 continue;
             };
-            if same_reference && *variant != new.reference_variant {
-                if let (Some(r_now), Some(r_then)) =
-                    (now.relative_to_reference, then.relative_to_reference)
-                {
-                    let shortest = [
-                        now.median_wall_time_s,
-                        now.median_wall_time_s / r_now,
-                        then.median_wall_time_s,
-                        then.median_wall_time_s / r_then,
-                    ]
-                    .into_iter()
-                    .fold(f64::INFINITY, f64::min);
-                    let growth = r_now / r_then;
-                    if shortest < options.min_time_s {
-                        short_points += 1;
-                    } else if growth > options.max_slowdown || growth.is_nan() {
+            let mut gated = false;
+            // Exact counters.
+            let mut counted = false;
+            for (counter, &want) in &then.counters {
+                match group.values_of(counter)[..] {
+                    [] => report.gaps.push(format!(
+                        "{who}: counter `{counter}` is in the baseline, not in this run"
+                    )),
+                    [got] if got == want => counted = true,
+                    ref got => {
+                        counted = true;
+                        let got = got
+                            .iter()
+                            .map(|g| fmt_count(*g))
+                            .collect::<Vec<_>>()
+                            .join(" / ");
                         report.regressions.push(format!(
-                            "`{variant}` at {key}: {}x slower relative to `{}` ({} -> {} of its time; allowed {}x)",
-                            claims::fmt_num(growth),
-                            new.reference_variant,
-                            claims::fmt_num(r_then),
-                            claims::fmt_num(r_now),
-                            options.max_slowdown
+                            "{who}: counter `{counter}` {} -> {got} ({}; exact counters must not change)",
+                            fmt_count(want),
+                            percent_change(group.values_of(counter)[0], want)
                         ));
                     }
                 }
             }
-            let growth = now.median_wall_time_s / then.median_wall_time_s;
-            if growth > options.max_absolute_slowdown {
-                report.warnings.push(format!(
-                    "`{variant}` at {key}: median wall time {} s vs {} s in the baseline ({}x; warning above {}x, absolute times depend on the machine)",
-                    claims::fmt_num(now.median_wall_time_s),
-                    claims::fmt_num(then.median_wall_time_s),
-                    claims::fmt_num(growth),
-                    options.max_absolute_slowdown
-                ));
+            if counted {
+                c.counted += 1;
+                gated = true;
+            }
+            // Instructions.
+            if counting_run {
+                let got = group.values_of(INSTRUCTIONS_METRIC);
+                match (then.instructions, &got[..]) {
+                    (None, _) => report.notes.push(format!(
+                        "{who}: no instruction count in the baseline"
+                    )),
+                    (Some(_), []) => report
+                        .gaps
+                        .push(format!("{who}: no instruction count in this run")),
+                    (Some(_), _) if then.counted_path != path_now => report.gaps.push(format!(
+                        "{who}: instructions counted on {} but the baseline's on {}: not comparable (regenerate the baseline under valgrind)",
+                        path_now.as_deref().unwrap_or("an unknown path"),
+                        then.counted_path.as_deref().unwrap_or("an unknown path")
+                    )),
+                    (Some(want), got) => {
+                        let got = got.iter().copied().fold(0.0f64, f64::max);
+                        let growth = got / want as f64 - 1.0;
+                        c.instructions += 1;
+                        gated = true;
+                        let path = path_now.as_deref().unwrap_or("unknown path");
+                        if growth > options.max_instruction_growth {
+                            report.regressions.push(format!(
+                                "{who}: instructions {want} -> {} ({}; allowed +{}%; counted on {path})",
+                                got as u64,
+                                percent_change(got, want as f64),
+                                fmt_num(100.0 * options.max_instruction_growth)
+                            ));
+                        } else if growth < -options.max_instruction_growth {
+                            report.notes.push(format!(
+                                "{who}: instructions {want} -> {} ({}): an improvement; record it with --write-baseline",
+                                got as u64,
+                                percent_change(got, want as f64)
+                            ));
+                        }
+                    }
+                }
+            }
+            // Time (not of counted runs: valgrind's times mean nothing).
+            if !counting_run && untimed.is_none() {
+                let median_now = median(&group.times()).unwrap_or(0.0);
+                let normalized = group.normalized();
+                let then_kind = then.timings.get(kind).filter(|_| has_machine);
+                let too_short = median_now < options.min_time_s
+                    || then_kind.is_some_and(|t| t.median_wall_time_s < options.min_time_s);
+                if too_short {
+                    short += 1;
+                    report.gaps.push(format!(
+                        "{who}: median {} s, under the {} s that can be timed (exempt the experiment with `gate: {{untimed: why}}` if it cannot be longer)",
+                        fmt_num(median_now),
+                        fmt_num(options.min_time_s)
+                    ));
+                } else if let (Some(t), Some(i)) = (
+                    then_kind,
+                    then_kind.and_then(|t| {
+                        ratio_of_medians(&normalized, &t.normalized, options.confidence)
+                    }),
+                ) {
+                    c.timed += 1;
+                    gated = true;
+                    if i.lower > options.max_slowdown {
+                        report.regressions.push(format!(
+                            "{who}: {}x the baseline's time per calibration ({}% interval {}-{}x, above the allowed {}x; median {} s -> {} s)",
+                            fmt_num(i.ratio),
+                            fmt_num(100.0 * i.confidence),
+                            fmt_num(i.lower),
+                            fmt_num(i.upper),
+                            options.max_slowdown,
+                            fmt_num(t.median_wall_time_s),
+                            fmt_num(median_now)
+                        ));
+                    }
+                } else if variant == reference {
+                    // Its same-run ratio is 1 by definition: only a calibrated time sees it.
+                    untimed_references += 1;
+                } else {
+                    let relative: Vec<f64> = reference_now
+                        .get(key)
+                        .filter(|r| **r > 0.0)
+                        .map(|r| group.times().iter().map(|t| t / r).collect())
+                        .unwrap_or_default();
+                    match ratio_of_medians(&relative, &then.relative, options.confidence) {
+                        Some(i) => {
+                            c.timed += 1;
+                            c.timed_by_ratio += 1;
+                            gated = true;
+                            if i.lower > options.max_slowdown {
+                                report.regressions.push(format!(
+                                    "{who}: {}x slower relative to `{reference}` than in the baseline ({}% interval {}-{}x, above the allowed {}x)",
+                                    fmt_num(i.ratio),
+                                    fmt_num(100.0 * i.confidence),
+                                    fmt_num(i.lower),
+                                    fmt_num(i.upper),
+                                    options.max_slowdown
+                                ));
+                            }
+                        }
+                        None => report.gaps.push(format!(
+                            "{who}: no times to compare (neither calibrated times for this machine kind nor a same-run ratio to `{reference}`)"
+                        )),
+                    }
+                }
+            }
+            if gated {
+                c.gated += 1;
             }
         }
     }
-    if short_points > 0 {
+    let extra: usize = now
+        .iter()
+        .map(|(key, vs)| {
+            vs.keys()
+                .filter(|v| !old.points.get(key).is_some_and(|o| o.contains_key(*v)))
+                .count()
+        })
+        .sum();
+    if extra > 0 {
         report.notes.push(format!(
-            "{short_points} variant(s) and point(s) ran under {} s: relative times not compared there (too short to time reliably)",
-            claims::fmt_num(options.min_time_s)
+            "{extra} point(s) x variant(s) of this run are not in the baseline: not compared (record them with --write-baseline)"
         ));
     }
-    let missing_now = old
-        .points
-        .keys()
-        .filter(|k| !new.points.contains_key(*k))
-        .count();
-    if missing_now > 0 {
+    if untimed_references > 0 {
         report.notes.push(format!(
-            "{missing_now} baseline points were not run this time"
+            "{untimed_references} entries of the reference variant `{reference}` not timed: without calibrated times for this machine kind only same-run ratios are compared, and a reference's is 1 by definition"
         ));
     }
-    if absent_points > 0 && absent_points == new.points.len() {
-        report.notes.push(
-            "no point of this run is in the baseline (a --quick run against a full baseline?)"
-                .to_string(),
-        );
+    if short > 0 {
+        report.notes.push(format!(
+            "{short} entries ran under {} s",
+            fmt_num(options.min_time_s)
+        ));
     }
+    report.coverage = c;
     report
+}
+
+/// An experiment of the baseline that no run checked: a gap unless it is optional.
+pub fn missing_experiment(baseline: &Baseline, name: &str) -> Option<Result<String, String>> {
+    let exp = baseline.experiments.get(name)?;
+    let entries: usize = exp.points.values().map(|v| v.len()).sum();
+    Some(match &exp.optional {
+        Some(why) => Ok(format!(
+            "experiment `{name}` ({entries} entries) is not in this run; it is optional: {why}"
+        )),
+        None => Err(format!(
+            "experiment `{name}` ({entries} entries) is in the baseline, not in this run"
+        )),
+    })
+}
+
+/// An exact counter in full (integers without a fraction or exponent).
+fn fmt_count(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+/// `now` against `then` in percent, with its sign.
+fn percent_change(now: f64, then: f64) -> String {
+    if then == 0.0 {
+        return if now == 0.0 { "+0%" } else { "from 0" }.to_string();
+    }
+    let p = 100.0 * (now / then - 1.0);
+    format!("{}{}%", if p >= 0.0 { "+" } else { "" }, fmt_num(p))
 }
 
 #[cfg(test)]
@@ -387,6 +755,8 @@ mod tests {
     use super::*;
     use crate::experiment::config::{DataConfig, DataSource, EquivalenceConfig};
     use crate::family::{Params, Value};
+
+    const KIND: &str = "cpu | avx2 | 2 cpus";
 
     fn config() -> ExperimentConfig {
         ExperimentConfig {
@@ -403,7 +773,7 @@ mod tests {
             variants: vec!["slow".to_string(), "fast".to_string()],
             params: BTreeMap::new(),
             sweep: BTreeMap::new(),
-            repetitions: 3,
+            repetitions: 5,
             warmup: 0,
             quick: None,
             equivalence: Some(EquivalenceConfig {
@@ -412,30 +782,44 @@ mod tests {
             }),
             figures: Vec::new(),
             launcher: None,
+            gate: Default::default(),
             claims: Vec::new(),
         }
     }
 
-    /// Rows at sizes 10 and 20: `slow` takes `slow_s`, `fast` takes `fast_s` (3 repetitions,
-    /// one outlier each, which the medians must ignore).
-    fn rows(slow_s: f64, fast_s: f64, sizes: &[i64]) -> Vec<ResultRow> {
+    fn machine(kind: &str) -> StoredMachine {
+        StoredMachine {
+            cpu_model: "cpu".to_string(),
+            fingerprint: kind.to_string(),
+            dispatch: BTreeMap::from([("mock".to_string(), "scalar".to_string())]),
+            git_commit: None,
+            timestamp: String::new(),
+        }
+    }
+
+    /// Rows at sizes 10 and 20, 5 repetitions: `slow` takes `slow_s`, `fast` `fast_s` times a
+    /// small spread, each followed by a calibration of `cal_s`; `size` is an exact counter.
+    fn rows(slow_s: f64, fast_s: f64, cal_s: f64) -> Vec<ResultRow> {
         let mut out = Vec::new();
-        for (point, &size) in sizes.iter().enumerate() {
+        for (point, size) in [10i64, 20].into_iter().enumerate() {
             let params = Params::from([
                 ("size".to_string(), Value::Int(size)),
                 ("threads".to_string(), Value::Int(1)),
             ]);
             for (variant, t) in [("slow", slow_s), ("fast", fast_s)] {
-                for (repetition, factor) in [1.0, 1.0, 50.0].into_iter().enumerate() {
+                for (repetition, noise) in [1.0, 1.03, 0.98, 1.01, 0.99].into_iter().enumerate() {
                     out.push(ResultRow {
                         experiment: "exp".to_string(),
                         point,
                         params: params.clone(),
                         variant: variant.to_string(),
                         repetition,
-                        wall_time_s: t * factor,
+                        wall_time_s: t * noise,
                         phases_s: BTreeMap::new(),
-                        metrics: BTreeMap::new(),
+                        metrics: BTreeMap::from([
+                            ("size".to_string(), size as f64),
+                            (CALIBRATION_METRIC.to_string(), cal_s),
+                        ]),
                         equiv_rel_error: None,
                     });
                 }
@@ -444,110 +828,195 @@ mod tests {
         out
     }
 
-    /// Regression: `check --write-baseline` merged runs into `Baseline::default()`, whose
-    /// derived version 0 made the file it wrote unreadable by `check --baseline`.
+    fn report(rows: &[ResultRow], base: &Baseline, kind: &str) -> CheckReport {
+        let config = config();
+        let machine = machine(kind);
+        check(
+            &RunView {
+                rows,
+                config: &config,
+                machine: &machine,
+            },
+            Some(base),
+            &CheckOptions::default(),
+        )
+    }
+
+    fn baseline() -> Baseline {
+        make_baseline(&rows(1.0, 0.1, 0.01), &config(), &machine(KIND))
+    }
+
     #[test]
-    fn a_baseline_merged_into_the_default_loads_back() {
-        let mut all = Baseline::default();
-        all.merge(make_baseline(&rows(1.0, 0.1, &[10]), &config()));
+    fn a_baseline_round_trips_and_an_old_format_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("b.json");
-        all.save(&path).unwrap();
-        assert_eq!(Baseline::load(&path).unwrap(), all);
-    }
-
-    #[test]
-    fn baseline_records_medians_and_relative_times() {
-        let b = make_baseline(&rows(1.0, 0.1, &[10]), &config());
-        let exp = &b.experiments["exp"];
-        assert_eq!(exp.reference_variant, "slow");
-        let entry = &exp.points["size=10,threads=1"]["fast"];
-        assert_eq!(entry.median_wall_time_s, 0.1);
-        assert_eq!(entry.relative_to_reference, Some(0.1));
-    }
-
-    #[test]
-    fn unchanged_run_passes() {
-        let base = make_baseline(&rows(1.0, 0.1, &[10, 20]), &config());
-        let report = check(&rows(1.0, 0.1, &[10, 20]), &config(), Some(&base), 1.5);
-        assert!(report.passed(), "{report}");
-        assert!(report.regressions.is_empty() && report.warnings.is_empty());
-    }
-
-    #[test]
-    fn relative_slowdown_is_a_regression() {
-        let base = make_baseline(&rows(1.0, 0.1, &[10]), &config());
-        // fast got 2x slower while the reference stayed put.
-        let report = check(&rows(1.0, 0.2, &[10]), &config(), Some(&base), 1.5);
-        assert!(!report.passed());
-        assert_eq!(report.regressions.len(), 1, "{report}");
-        assert!(report.regressions[0].contains("`fast` at size=10,threads=1: 2.000x slower"));
-        // A looser threshold accepts it.
-        let report = check(&rows(1.0, 0.2, &[10]), &config(), Some(&base), 2.5);
-        assert!(report.passed(), "{report}");
-    }
-
-    /// Regression: in-process FusedMM runs of a few milliseconds (16 rank threads on 2 cores)
-    /// swing by more than 1.5x between identical runs; such times must not fail CI.
-    #[test]
-    fn times_too_short_to_measure_are_not_compared() {
-        let base = make_baseline(&rows(1.0, 0.005, &[10]), &config());
-        let report = check(&rows(1.0, 0.015, &[10]), &config(), Some(&base), 1.5);
-        assert!(report.passed(), "{report}");
-        assert!(
-            report.notes.iter().any(|n| n.contains("too short")),
-            "{report}"
-        );
-    }
-
-    #[test]
-    fn a_slower_machine_only_warns() {
-        let base = make_baseline(&rows(1.0, 0.1, &[10]), &config());
-        // Everything 4x slower: relative times unchanged, absolute beyond the 3x warning.
-        let report = check(&rows(4.0, 0.4, &[10]), &config(), Some(&base), 1.5);
-        assert!(report.passed(), "{report}");
-        assert_eq!(report.warnings.len(), 2, "{report}");
-    }
-
-    #[test]
-    fn points_absent_from_the_baseline_are_skipped_with_a_note() {
-        let base = make_baseline(&rows(1.0, 0.1, &[10]), &config());
-        let report = check(&rows(1.0, 0.05, &[10, 30]), &config(), Some(&base), 10.0);
-        assert!(report.passed(), "{report}");
-        assert!(
-            report.notes.iter().any(|n| n.contains("size=30")),
-            "{report}"
-        );
-        let mut other = config();
-        other.name = "other".to_string();
-        let report = check(&rows(1.0, 0.1, &[10]), &other, Some(&base), 1.5);
-        assert!(report.notes[0].contains("no entry for experiment `other`"));
-    }
-
-    #[test]
-    fn failed_claims_fail_the_check() {
-        let mut cfg = config();
-        cfg.claims
-            .push(crate::experiment::config::ClaimConfig::Equivalence {
-                name: "eq".to_string(),
-                max_rel_error: Some(1e-9),
-            });
-        let report = check(&rows(1.0, 0.1, &[10]), &cfg, None, 1.5);
-        assert!(!report.claims_passed() && !report.passed());
-    }
-
-    #[test]
-    fn baseline_round_trips_through_json() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("baseline.json");
-        let mut b = make_baseline(&rows(1.0, 0.1, &[10, 20]), &config());
-        let mut second = config();
-        second.name = "exp2".to_string();
-        b.merge(make_baseline(&rows(2.0, 0.5, &[10]), &second));
+        let b = baseline();
         b.save(&path).unwrap();
         assert_eq!(Baseline::load(&path).unwrap(), b);
-        std::fs::write(&path, "{\"version\": 99, \"experiments\": {}}").unwrap();
+        std::fs::write(&path, r#"{"version": 1, "experiments": {}}"#).unwrap();
         let err = Baseline::load(&path).unwrap_err().to_string();
-        assert!(err.contains("version 99"), "{err}");
+        assert!(
+            err.contains("version 1") && err.contains("--write-baseline"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unchanged_run_passes_with_every_entry_gated() {
+        let r = report(&rows(1.0, 0.1, 0.01), &baseline(), KIND);
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.coverage.entries, 4);
+        assert_eq!(r.coverage.gated, 4);
+        assert_eq!(r.coverage.timed, 4);
+        assert_eq!(r.coverage.counted, 4);
+        assert_eq!(r.coverage.timed_by_ratio, 0);
+    }
+
+    #[test]
+    fn a_reference_slower_and_everything_slower_are_regressions() {
+        let r = report(&rows(2.0, 0.1, 0.01), &baseline(), KIND);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(r.regressions.iter().all(|x| x.contains("`slow`")), "{r}");
+        let r = report(&rows(10.0, 1.0, 0.01), &baseline(), KIND);
+        assert_eq!(r.regressions.len(), 4, "{r}");
+    }
+
+    #[test]
+    fn a_slower_host_is_not_a_regression() {
+        // Everything 3x slower, the calibration too.
+        let r = report(&rows(3.0, 0.3, 0.03), &baseline(), KIND);
+        assert!(r.passed(), "{r}");
+    }
+
+    #[test]
+    fn another_machine_kind_falls_back_to_same_run_ratios() {
+        let other = "other | avx512f | 8 cpus";
+        let r = report(&rows(1.0, 0.2, 0.01), &baseline(), other);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(
+            r.notes.iter().any(|n| n.contains("no times for this kind")),
+            "{r}"
+        );
+        assert_eq!(r.coverage.timed_by_ratio, 2);
+        // Everything 10x slower cannot be seen by ratios; the counters still gate the entries.
+        let r = report(&rows(10.0, 1.0, 0.01), &baseline(), other);
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.coverage.gated, 4);
+    }
+
+    #[test]
+    fn changed_counters_missing_entries_and_short_runs_fail() {
+        let mut changed = rows(1.0, 0.1, 0.01);
+        for row in changed.iter_mut().filter(|r| r.variant == "fast") {
+            *row.metrics.get_mut("size").unwrap() += 1.0;
+        }
+        let r = report(&changed, &baseline(), KIND);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(
+            r.regressions[0].contains("counter `size` 10 -> 11 (+10.00%"),
+            "{r}"
+        );
+
+        let fewer: Vec<ResultRow> = rows(1.0, 0.1, 0.01)
+            .into_iter()
+            .filter(|r| !(r.variant == "fast" && r.point == 1))
+            .collect();
+        let r = report(&fewer, &baseline(), KIND);
+        assert_eq!(r.gaps.len(), 1, "{r}");
+        assert!(!r.passed());
+
+        let short = make_baseline(&rows(1.0, 0.001, 0.01), &config(), &machine(KIND));
+        let r = report(&rows(1.0, 0.001, 0.01), &short, KIND);
+        assert_eq!(r.gaps.len(), 2, "{r}");
+        let mut exempt = config();
+        exempt.gate.untimed = Some("sub-millisecond by design".to_string());
+        let machine = machine(KIND);
+        let rows = rows(1.0, 0.001, 0.01);
+        let r = check(
+            &RunView {
+                rows: &rows,
+                config: &exempt,
+                machine: &machine,
+            },
+            Some(&short),
+            &CheckOptions::default(),
+        );
+        assert!(r.passed(), "{r}");
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.contains("sub-millisecond by design")));
+    }
+
+    #[test]
+    fn instruction_counts_gate_on_their_path() {
+        let counted = |factor: f64| -> Vec<ResultRow> {
+            rows(1.0, 0.1, 0.01)
+                .into_iter()
+                .filter(|r| r.repetition == 0)
+                .map(|mut r| {
+                    r.metrics.remove(CALIBRATION_METRIC);
+                    let n = if r.variant == "fast" {
+                        1000.0 * factor
+                    } else {
+                        5000.0
+                    };
+                    r.metrics.insert(INSTRUCTIONS_METRIC.to_string(), n.round());
+                    r
+                })
+                .collect()
+        };
+        let base = make_baseline(&counted(1.0), &config(), &machine(KIND));
+        assert_eq!(
+            base.experiments["exp"].points["size=10,threads=1"]["fast"]
+                .counted_path
+                .as_deref(),
+            Some("mock scalar")
+        );
+        let r = report(&counted(1.015), &base, KIND);
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.coverage.instructions, 4);
+        let r = report(&counted(1.3), &base, KIND);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(
+            r.regressions[0].contains("instructions 1000 -> 1300 (+30.00%"),
+            "{r}"
+        );
+        // Counted on another vector path: not comparable, and said so.
+        let mut other = machine(KIND);
+        other
+            .dispatch
+            .insert("mock".to_string(), "avx512f".to_string());
+        let config = config();
+        let rows = counted(1.0);
+        let r = check(
+            &RunView {
+                rows: &rows,
+                config: &config,
+                machine: &other,
+            },
+            Some(&base),
+            &CheckOptions::default(),
+        );
+        assert_eq!(r.gaps.len(), 4, "{r}");
+    }
+
+    #[test]
+    fn updating_keeps_other_machines_times_and_earlier_counts() {
+        let mut b = baseline();
+        let other = make_baseline(&rows(2.0, 0.2, 0.01), &config(), &machine("other"));
+        b.update(other);
+        let entry = &b.experiments["exp"].points["size=10,threads=1"]["fast"];
+        assert_eq!(entry.timings.len(), 2);
+        assert_eq!(b.machines.len(), 2);
+    }
+
+    #[test]
+    fn a_missing_experiment_is_a_gap_unless_optional() {
+        let mut b = baseline();
+        assert!(missing_experiment(&b, "exp").unwrap().is_err());
+        assert!(missing_experiment(&b, "nope").is_none());
+        b.experiments.get_mut("exp").unwrap().optional = Some("needs a dataset".to_string());
+        assert!(missing_experiment(&b, "exp").unwrap().is_ok());
     }
 }

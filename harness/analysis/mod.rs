@@ -2,4 +2,5 @@
 
 pub mod check;
 pub mod claims;
+pub mod history;
 pub mod plot;

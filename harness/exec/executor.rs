@@ -2,7 +2,11 @@
 //! results, traces, progress) is the same whichever executes them:
 //!
 //! - [`InProcess`]: the family prepares the point's input once and runs each variant in this
-//!   process (threads as the point says).
+//!   process (threads as the point says). After every run it times the fixed calibration work
+//!   ([`crate::exec::calibration`]) on the same threads, stored as the run's `calibration_s`;
+//!   under `parbench gate count` it brackets each run for callgrind
+//!   ([`crate::exec::callgrind`]); built with the `drill` feature it slows the variants the
+//!   drill names ([`crate::exec::drill`]).
 //! - [`Launcher`]: every run of a variant in one launch of the experiment's MPI launcher
 //!   ([`crate::exec::launch`]); the processes prepare their own input.
 //! - [`PerPoint`], the runner's default: the launcher for points with `backend: mpi`, in-process
@@ -10,7 +14,8 @@
 //! - [`Scripted`]: measurements from a function, no family involved, for testing the runner
 //!   itself (a failure at a chosen run, say).
 
-use crate::exec::launch;
+use crate::exec::calibration::Calibration;
+use crate::exec::{callgrind, drill, launch};
 use crate::experiment::plan::{self, Plan};
 use crate::family::{Measurement, PreparedInput};
 use anyhow::{Context, Result};
@@ -29,9 +34,21 @@ pub trait Executor {
 
 /// A point ready to run.
 pub trait OpenPoint {
-    /// The `count` runs of `variant` (warm-ups first), each taken when the iterator is advanced
-    /// where the executor can (in-process), or all at once (a launch).
+    /// The next `count` runs of `variant` (warm-ups first), each taken when the iterator is
+    /// advanced where the executor can (in-process), or all at once (a launch).
     fn runs(&mut self, variant: &str, count: usize) -> Result<Runs<'_>>;
+    /// Whether runs can be asked for one at a time at no extra cost, so the runner can
+    /// interleave the variants' repetitions (ABAB...) and drift hits them alike. A launch
+    /// starts processes per call, so it takes a variant's runs at once.
+    fn interleaves(&self) -> bool {
+        true
+    }
+}
+
+/// The label of the `k`-th run (counted from 0, warm-ups included) of `variant` at point
+/// `index` of `experiment`, under which `parbench gate count` finds its instruction count.
+pub fn count_label(experiment: &str, index: usize, variant: &str, k: usize) -> String {
+    format!("{experiment}|{index}|{variant}|{k}")
 }
 
 /// Runs points in this process.
@@ -41,13 +58,27 @@ struct InProcessPoint<'a> {
     plan: &'a Plan,
     index: usize,
     input: PreparedInput,
+    /// `None` while counting instructions (the count does not need it, valgrind is slow).
+    calibration: Option<Calibration>,
+    counting: bool,
+    slowdowns: Vec<drill::Slowdown>,
+    /// Runs taken so far per variant (the `k` of [`count_label`]).
+    taken: std::collections::BTreeMap<String, usize>,
 }
 
 impl Executor for InProcess {
     fn open<'a>(&'a self, plan: &'a Plan, index: usize) -> Result<Box<dyn OpenPoint + 'a>> {
         // The point's threads must start, or the point is an error (never a quiet single
         // thread that would make its timings lie).
-        Par::threads(plan::threads_of(&plan.points[index])).pool()?;
+        let threads = plan::threads_of(&plan.points[index]);
+        Par::threads(threads).pool()?;
+        let counting = callgrind::counting();
+        let calibration = if counting {
+            None
+        } else {
+            Some(Calibration::new(threads)?)
+        };
+        let slowdowns = drill::requested()?;
         let input = plan
             .family
             .prepare(
@@ -56,19 +87,65 @@ impl Executor for InProcess {
                 plan.config.data.seed,
             )
             .context("preparing the point's input")?;
-        Ok(Box::new(InProcessPoint { plan, index, input }))
+        Ok(Box::new(InProcessPoint {
+            plan,
+            index,
+            input,
+            calibration,
+            counting,
+            slowdowns,
+            taken: Default::default(),
+        }))
     }
 }
 
+impl InProcessPoint<'_> {
+    /// One run of `variant`: counted when asked, slowed by the drill when asked, then followed
+    /// by a calibration.
+    fn run_once(&mut self, variant: &str) -> Result<Measurement> {
+        let (plan, index) = (self.plan, self.index);
+        let threads = plan::threads_of(&plan.points[index]);
+        let k = self.taken.entry(variant.to_string()).or_insert(0);
+        let label = count_label(&plan.config.name, index, variant, *k);
+        *k += 1;
+        let factor = drill::factor_for(&self.slowdowns, &plan.config.name, variant);
+        let region = if self.counting {
+            Some(callgrind::Region::start(&label)?)
+        } else {
+            None
+        };
+        let result = plan
+            .family
+            .run(variant, &self.input, &plan.typed[index], threads);
+        let result = result.and_then(|mut m| {
+            match &region {
+                Some(region) if factor > 1.0 => drill::spin_counted(region, factor)?,
+                None if factor > 1.0 => {
+                    m.wall_time_s += drill::busy((factor - 1.0) * m.wall_time_s);
+                }
+                _ => {}
+            }
+            Ok(m)
+        });
+        if let Some(region) = region {
+            region.finish();
+        }
+        let mut m = result?;
+        if let Some(cal) = &mut self.calibration {
+            m.metrics
+                .insert(CALIBRATION_METRIC.to_string(), cal.measure());
+        }
+        Ok(m)
+    }
+}
+
+/// The metric holding the seconds of the calibration timed right after a run.
+pub const CALIBRATION_METRIC: &str = "calibration_s";
+
 impl OpenPoint for InProcessPoint<'_> {
     fn runs(&mut self, variant: &str, count: usize) -> Result<Runs<'_>> {
-        let (plan, index, input) = (self.plan, self.index, &self.input);
-        let threads = plan::threads_of(&plan.points[index]);
         let variant = variant.to_string();
-        Ok(Box::new((0..count).map(move |_| {
-            plan.family
-                .run(&variant, input, &plan.typed[index], threads)
-        })))
+        Ok(Box::new((0..count).map(move |_| self.run_once(&variant))))
     }
 }
 
@@ -104,6 +181,9 @@ impl Executor for Launcher {
 }
 
 impl OpenPoint for LaunchedPoint<'_> {
+    fn interleaves(&self) -> bool {
+        false
+    }
     fn runs(&mut self, variant: &str, count: usize) -> Result<Runs<'_>> {
         let measurements = launch::run_point(self.plan, self.run_dir, self.index, variant, count)?;
         if measurements.len() != count {

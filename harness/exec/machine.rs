@@ -44,6 +44,61 @@ pub struct MachineInfo {
     /// When this record was taken, RFC 3339 UTC.
     pub timestamp: String,
     pub limits: Limits,
+    /// The kind of machine timings can be compared across ([`fingerprint`]); empty in runs made
+    /// before parbench recorded it.
+    #[serde(default)]
+    pub fingerprint: String,
+    /// Which vector path each family crate's run-time dispatch takes here ([`dispatch`]).
+    #[serde(default)]
+    pub dispatch: std::collections::BTreeMap<String, String>,
+}
+
+/// ISA extensions that change which code the kernels run, in the order the fingerprint lists them.
+const FINGERPRINT_FLAGS: [&str; 4] = ["sse4.2", "avx2", "fma", "avx512f"];
+
+/// A coarse name for the kind of machine: the CPU model, the ISA extensions the kernels
+/// dispatch on, and the logical CPUs, but not the clock or anything measured, so two machines
+/// of one kind share it from day to day while an AVX2-only host and an AVX-512 one do not.
+/// Timing baselines are kept per fingerprint.
+pub fn fingerprint(cpu_model: &str, logical_cpus: usize) -> String {
+    let flags: Vec<&str> = FINGERPRINT_FLAGS
+        .into_iter()
+        .filter(|f| has_feature(f))
+        .collect();
+    let model = cpu_model.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("{model} | {} | {logical_cpus} cpus", flags.join(" "))
+}
+
+fn has_feature(flag: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match flag {
+            "sse4.2" => std::arch::is_x86_feature_detected!("sse4.2"),
+            "avx2" => std::arch::is_x86_feature_detected!("avx2"),
+            "fma" => std::arch::is_x86_feature_detected!("fma"),
+            "avx512f" => std::arch::is_x86_feature_detected!("avx512f"),
+            _ => false,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = flag;
+        false
+    }
+}
+
+/// The vector path each family crate's run-time dispatch takes on this CPU (under valgrind:
+/// the CPU valgrind presents, which has no AVX-512).
+pub fn dispatch() -> std::collections::BTreeMap<String, String> {
+    [
+        ("sinkhorn", sinkhorn::simd_path()),
+        ("fusedmm", fusedmm::simd_path()),
+        ("word2vec", word2vec::simd_path()),
+        ("lda", lda::simd_path()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
 }
 
 /// Roofline ceilings measured on this machine (see the module docs for the method).
@@ -59,6 +114,19 @@ pub struct Limits {
     pub fma_gflop_per_s_all: f64,
     /// Threads used for the `_all` figures (the logical CPUs available to this process).
     pub threads_all: usize,
+}
+
+impl Limits {
+    /// Limits not measured (zeros), for runs whose times mean nothing (counted under valgrind).
+    pub fn unmeasured() -> Limits {
+        Limits {
+            triad_gb_per_s_1t: 0.0,
+            triad_gb_per_s_all: 0.0,
+            fma_gflop_per_s_1t: 0.0,
+            fma_gflop_per_s_all: 0.0,
+            threads_all: 0,
+        }
+    }
 }
 
 /// Sizes and repetition counts of one measurement mode.
@@ -387,6 +455,7 @@ pub fn collect(quick: bool) -> MachineInfo {
         .as_ref()
         .and_then(|_| command_output("git", &["status", "--porcelain"]))
         .map(|status| !status.trim().is_empty());
+    let fingerprint = fingerprint(&cpu_model, logical_cpus);
     MachineInfo {
         hostname: sysinfo::System::host_name().unwrap_or_else(|| "unknown".to_string()),
         os,
@@ -400,7 +469,14 @@ pub fn collect(quick: bool) -> MachineInfo {
         git_commit,
         git_dirty,
         timestamp: now_rfc3339(),
-        limits: measure_limits(quick),
+        // Under callgrind the measurement would only cost valgrind's time and mean nothing.
+        limits: if crate::exec::callgrind::counting() {
+            Limits::unmeasured()
+        } else {
+            measure_limits(quick)
+        },
+        fingerprint,
+        dispatch: dispatch(),
     }
 }
 
@@ -491,6 +567,15 @@ pub fn format_info(info: &MachineInfo) -> String {
             "memory",
             format!("{:.1} GiB", info.memory_bytes as f64 / (1u64 << 30) as f64),
         ),
+        ("machine kind", info.fingerprint.clone()),
+        (
+            "vector paths",
+            info.dispatch
+                .iter()
+                .map(|(family, path)| format!("{family} {path}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         ("rustc", info.rustc_version.clone()),
         ("git", git),
         ("measured at", info.timestamp.clone()),
@@ -571,6 +656,8 @@ mod tests {
                 fma_gflop_per_s_all: 100.0,
                 threads_all: 4,
             },
+            fingerprint: String::new(),
+            dispatch: Default::default(),
         };
         let table = format_info(&info);
         assert!(

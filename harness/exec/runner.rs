@@ -74,6 +74,45 @@ fn run_order(plan: &Plan) -> Vec<String> {
     order
 }
 
+/// Consecutive runs of one variant the runner asks the executor for.
+#[derive(Clone, Debug, PartialEq)]
+struct Batch {
+    variant: String,
+    warmups: usize,
+    /// The repetitions recorded, in order.
+    repetitions: std::ops::Range<usize>,
+}
+
+/// The order of a point's runs. Interleaved: every variant's warm-ups, then round `k` runs
+/// repetition `k` of every variant in `order` (ABAB...), so a drift of the machine during the
+/// point (another tenant, a clock change) falls on every variant alike and the variants' times
+/// stay comparable. Otherwise each variant's runs at once, as a launch needs them.
+fn schedule(order: &[String], warmup: usize, reps: usize, interleave: bool) -> Vec<Batch> {
+    if !interleave {
+        return order
+            .iter()
+            .map(|v| Batch {
+                variant: v.clone(),
+                warmups: warmup,
+                repetitions: 0..reps,
+            })
+            .collect();
+    }
+    let warmups = order.iter().filter(|_| warmup > 0).map(|v| Batch {
+        variant: v.clone(),
+        warmups: warmup,
+        repetitions: 0..0,
+    });
+    let rounds = (0..reps).flat_map(|k| {
+        order.iter().map(move |v| Batch {
+            variant: v.clone(),
+            warmups: 0,
+            repetitions: k..k + 1,
+        })
+    });
+    warmups.chain(rounds).collect()
+}
+
 fn describe(point: &Params) -> String {
     point
         .iter()
@@ -165,7 +204,8 @@ pub fn run_with(
             .open(plan, index)
             .with_context(|| format!("point {} ({label})", index + 1))?;
         let mut reference: Option<Vec<f64>> = None;
-        for variant in &order {
+        for batch in schedule(&order, cfg.warmup, reps, open.interleaves()) {
+            let variant = &batch.variant;
             bar.message(|| {
                 format!(
                     "point {}/{} {label}: {variant}",
@@ -175,18 +215,18 @@ pub fn run_with(
             });
             let context = || format!("running variant {variant} at point {} ({label})", index + 1);
             let mut runs = open
-                .runs(variant, cfg.warmup + reps)
+                .runs(variant, batch.warmups + batch.repetitions.len())
                 .with_context(context)?;
             let mut run_once = || -> Result<Measurement> {
                 runs.next()
                     .context("internal: the executor made too few runs")?
                     .with_context(context)
             };
-            for _ in 0..cfg.warmup {
+            for _ in 0..batch.warmups {
                 run_once()?;
                 bar.inc(1);
             }
-            for repetition in 0..reps {
+            for repetition in batch.repetitions.clone() {
                 let m = run_once()?;
                 bar.inc(1);
                 let is_reference = cfg
@@ -225,7 +265,7 @@ pub fn run_with(
                     equiv_rel_error,
                 });
             }
-            if bar.lines() {
+            if bar.lines() && batch.repetitions.end == reps {
                 let times: Vec<f64> = rows
                     .iter()
                     .filter(|r| r.point == index && r.variant == *variant)
@@ -335,5 +375,43 @@ fn truncate(s: &str, n: usize) -> String {
     } else {
         let t: String = s.chars().take(n - 1).collect();
         format!("{t}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flat(batches: &[Batch]) -> Vec<String> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                (0..b.warmups)
+                    .map(move |_| format!("{}:w", b.variant))
+                    .chain(
+                        b.repetitions
+                            .clone()
+                            .map(move |k| format!("{}:{k}", b.variant)),
+                    )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn repetitions_are_interleaved_after_the_warmups() {
+        let order = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(
+            flat(&schedule(&order, 1, 3, true)),
+            ["a:w", "b:w", "a:0", "b:0", "a:1", "b:1", "a:2", "b:2"]
+        );
+        assert_eq!(
+            flat(&schedule(&order, 0, 2, true)),
+            ["a:0", "b:0", "a:1", "b:1"]
+        );
+        // A launch takes each variant's runs at once.
+        assert_eq!(
+            flat(&schedule(&order, 1, 2, false)),
+            ["a:w", "a:0", "a:1", "b:w", "b:0", "b:1"]
+        );
     }
 }

@@ -47,6 +47,33 @@ pub struct ExperimentConfig {
     /// How the points whose `backend` is `mpi` start their processes; required when any is.
     #[serde(default)]
     pub launcher: Option<LauncherConfig>,
+    /// What the regression gate (`parbench check --baseline`) may leave out of this
+    /// experiment, and why.
+    #[serde(default, skip_serializing_if = "GateConfig::is_empty")]
+    pub gate: GateConfig,
+}
+
+/// Exemptions from the regression gate, each with its reason (printed by the check). Without
+/// one, an entry of the baseline that the run lacks, or that ran too briefly to time, fails
+/// the check.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateConfig {
+    /// Why this experiment's times are not gated (its runs are too short to time on a shared
+    /// machine, say); its exact counters and instruction counts still are.
+    #[serde(default)]
+    pub untimed: Option<String>,
+    /// Why a run may lack this experiment (it needs a dataset or an MPI launcher that a
+    /// machine may not have).
+    #[serde(default)]
+    pub optional: Option<String>,
+}
+
+impl GateConfig {
+    /// No exemption.
+    pub fn is_empty(&self) -> bool {
+        self.untimed.is_none() && self.optional.is_none()
+    }
 }
 
 /// The MPI launcher: for every variant of an MPI point the harness runs

@@ -57,6 +57,10 @@ impl TypedFamily for MockFamily {
     type Point = MockPoint;
     const NAME: &'static str = MockFamily::NAME;
 
+    // Exact: the scripted size.
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        &["size"]
+    }
     fn variants(&self) -> Vec<&'static str> {
         vec!["slow", "fast", "wrong"]
     }

@@ -39,6 +39,12 @@ fn time_filters() -> Vec<(&'static str, &'static str)> {
             r"median wall time \S+ s vs \S+ s in the baseline",
             "median wall time [s] s vs [s] s in the baseline",
         ),
+        // Times per calibration: the mock's times are scripted, its calibrations real.
+        (
+            r"\b\d+\.\d+x the baseline's time per calibration \(95.00% interval \S+-\S+x",
+            "[ratio]x the baseline's time per calibration (95.00% interval [lower]-[upper]x",
+        ),
+        (r"median \S+ s -> \S+ s\)", "median [s] s -> [s] s)"),
     ]
 }
 
@@ -113,10 +119,13 @@ fn check_against_a_baseline_reports_regressions_and_notes() {
 
     let written = parbench_in(root, &["check", "run", "--write-baseline", "base.json"]);
     assert!(written.status.success(), "{}", text(&written.stderr));
-    assert_eq!(text(&written.stdout), "baseline written to base.json\n");
+    assert_eq!(
+        text(&written.stdout),
+        "baseline base.json updated with 1 experiment(s) from 1 run group(s) (counted and timed runs apart)\n"
+    );
 
-    // Pretend `fast` used to be 4x faster, relative and absolute, at threads=2; and drop one
-    // point from the baseline.
+    // Pretend `fast` used to be 4x faster at threads=2 (every time of it in the baseline); and
+    // drop one point from the baseline.
     let mut base: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("base.json")).unwrap()).unwrap();
     let points = base["experiments"]["mock_check"]["points"]
@@ -127,9 +136,14 @@ fn check_against_a_baseline_reports_regressions_and_notes() {
     for key in &keys {
         if key.contains("threads=2") {
             let fast = &mut points[key]["fast"];
-            for field in ["median_wall_time_s", "relative_to_reference"] {
-                let v = fast[field].as_f64().unwrap();
-                fast[field] = serde_json::json!(v / 4.0);
+            let quarter = |v: &mut serde_json::Value| {
+                *v = serde_json::json!(v.as_f64().unwrap() / 4.0);
+            };
+            fast["relative"].as_array_mut().unwrap().iter_mut().for_each(quarter);
+            for timing in fast["timings"].as_object_mut().unwrap().values_mut() {
+                quarter(&mut timing["median_wall_time_s"]);
+                let normalized = timing["normalized"].as_array_mut().unwrap();
+                normalized.iter_mut().for_each(quarter);
             }
         }
     }

@@ -80,9 +80,11 @@ fn what_an_executor_measures_is_recorded_exactly_with_warm_ups_dropped() {
     let stored = results::read_rows(&run_dir).unwrap();
     assert_eq!(stored, summary.rows);
     for row in &stored {
-        // The warm-up is the first run of each (point, variant): never a recorded run.
+        // Each point's 6 runs: both variants' warm-ups (the reference `slow` first), then the
+        // repetitions interleaved, slow, fast, slow, fast. A warm-up is never recorded.
         let run = row.metrics["run"] as usize;
-        assert_eq!(run % 3, row.repetition + 1, "{row:?}");
+        let variant_index = usize::from(row.variant == "fast");
+        assert_eq!(run % 6, 2 + 2 * row.repetition + variant_index, "{row:?}");
         assert_eq!(
             row.wall_time_s,
             1.0 + row.point as f64 + run as f64 / 1000.0

@@ -208,6 +208,9 @@ fn rows_without_times(dir: &Path) -> Vec<ResultRow> {
     for r in &mut rows {
         r.wall_time_s = 0.0;
         r.phases_s.clear();
+        // The calibration timed after each run is a time too.
+        r.metrics
+            .remove(parbench::exec::executor::CALIBRATION_METRIC);
     }
     rows.sort_by(|a, b| {
         (a.point, &a.variant, a.repetition).cmp(&(b.point, &b.variant, b.repetition))

@@ -7,6 +7,7 @@ mod config_errors;
 mod executor;
 mod fusedmm_apps;
 mod fusedmm_cli;
+mod gate;
 mod kill_resume;
 mod lda_cli;
 mod pipeline;

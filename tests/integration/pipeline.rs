@@ -142,9 +142,26 @@ fn check_passes_against_its_own_baseline_and_flags_a_slower_variant() {
     let tmp = tempfile::tempdir().unwrap();
     let summary = run_mock(tmp.path(), MOCK);
     let plan = plan::build(&tmp.path().join("mock.yaml"), false, None).unwrap();
-    let base = check::make_baseline(&summary.rows, &plan.config);
-    let same = check::check(&summary.rows, &plan.config, Some(&base), 1.5);
-    assert!(same.passed(), "{:?}", same.regressions);
+    let machine = results::load_run(&tmp.path().join("run")).unwrap().machine;
+    let base = check::make_baseline(&summary.rows, &plan.config, &machine);
+    let gate = |rows: &[ResultRow]| {
+        check::check(
+            &check::RunView {
+                rows,
+                config: &plan.config,
+                machine: &machine,
+            },
+            Some(&base),
+            // The mock's scripted times are milliseconds but exact: compare them whatever
+            // their length.
+            &check::CheckOptions {
+                min_time_s: 0.0,
+                ..check::CheckOptions::default()
+            },
+        )
+    };
+    let same = gate(&summary.rows);
+    assert!(same.passed(), "{same}");
     // `fast` becomes 3x slower relative to the reference: a regression.
     let slower: Vec<ResultRow> = summary
         .rows
@@ -157,12 +174,7 @@ fn check_passes_against_its_own_baseline_and_flags_a_slower_variant() {
             r
         })
         .collect();
-    // The mock's scripted times are milliseconds but exact: compare them whatever their length.
-    let exact = check::CheckOptions {
-        min_time_s: 0.0,
-        ..check::CheckOptions::default()
-    };
-    let report = check::check_with(&slower, &plan.config, Some(&base), &exact);
+    let report = gate(&slower);
     assert!(
         !report.regressions.is_empty(),
         "a 3x slowdown must be reported"

@@ -156,6 +156,8 @@ fn meta_round_trips_through_json() {
                 fma_gflop_per_s_all: 119.5,
                 threads_all: 2,
             },
+            fingerprint: String::new(),
+            dispatch: Default::default(),
         },
         started: "2025-01-01T00:00:00Z".into(),
         finished: None,

@@ -238,6 +238,17 @@ impl TypedFamily for FusedmmAppsFamily {
     type Point = FusedmmAppsPoint;
     const NAME: &'static str = "fusedmm-apps";
 
+    // Exact: kernel calls and the words and messages they send.
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        &[
+            "nnz",
+            "ranks_used",
+            "replication_used",
+            "*_calls",
+            "*_words_sent",
+            "*_messages_sent",
+        ]
+    }
     fn variants(&self) -> Vec<&'static str> {
         variants()
     }

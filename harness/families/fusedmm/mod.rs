@@ -454,6 +454,20 @@ impl TypedFamily for FusedmmFamily {
     type Point = FusedmmPoint;
     const NAME: &'static str = "fusedmm";
 
+    // Exact: the words and messages each rank sends, and the cost model.
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        &[
+            "nnz",
+            "phi",
+            "words_*",
+            "messages_*",
+            "model_words*",
+            "model_messages*",
+            "model_exact",
+            "model_error_*",
+            "best_c_model",
+        ]
+    }
     fn variants(&self) -> Vec<&'static str> {
         fusedmm::variant_names()
     }

@@ -233,6 +233,10 @@ impl TypedFamily for LdaFamily {
     type Point = LdaPoint;
     const NAME: &'static str = "lda";
 
+    // Exact: the corpus (the asynchronous variant's merges and samples depend on timing).
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        &["tokens", "docs", "words"]
+    }
     fn variants(&self) -> Vec<&'static str> {
         lda::variant_names()
     }

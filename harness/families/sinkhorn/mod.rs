@@ -77,6 +77,17 @@ impl TypedFamily for SinkhornFamily {
     type Point = SinkhornPoint;
     const NAME: &'static str = "sinkhorn";
 
+    // Exact: sizes and the flop model.
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        &[
+            "flops",
+            "nnz",
+            "nnz_x_query",
+            "docs",
+            "query_words",
+            "vocab",
+        ]
+    }
     fn variants(&self) -> Vec<&'static str> {
         sinkhorn::variant_names()
     }

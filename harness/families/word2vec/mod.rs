@@ -214,6 +214,23 @@ impl TypedFamily for Word2vecFamily {
     type Point = Word2vecPoint;
     const NAME: &'static str = "word2vec";
 
+    // Exact: the corpus, the pairs trained and the model traffic, counted per thread from seeded draws.
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        &[
+            "words",
+            "vocab",
+            "epochs",
+            "kept_words_per_epoch",
+            "pairs_per_epoch",
+            "model_bytes_*",
+            "input_rows_read_per_epoch",
+            "output_rows_read_per_epoch",
+            "bytes_per_word",
+            "exchanges",
+            "rows_exchanged",
+            "exchange_words_max",
+        ]
+    }
     fn variants(&self) -> Vec<&'static str> {
         let mut v = word2vec::variant_names();
         v.push(DISTRIBUTED);

@@ -284,6 +284,15 @@ pub fn fusedmm_b(st: CsrRef, a: &Dense, b: &Dense, out: &mut Dense, par: Par) {
 /// the loops are written for LLVM to vectorize, and with AVX2 they run 4 lanes per
 /// instruction. Results are the same bit for bit either way: Rust never contracts `a * b + c`
 /// into a fused multiply-add, and every sum has a fixed order.
+/// See [`crate::simd_path`].
+pub(crate) fn simd_path() -> &'static str {
+    if wide::has_avx2() {
+        "avx2"
+    } else {
+        "baseline"
+    }
+}
+
 mod wide {
     use super::{dot, CsrRef};
     use crate::dense::Dense;
@@ -294,7 +303,7 @@ mod wide {
     /// The narrower block for the rest of the row (and for small widths such as r = 8).
     const NARROW: usize = 8;
 
-    fn has_avx2() -> bool {
+    pub(super) fn has_avx2() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
             is_x86_feature_detected!("avx2")

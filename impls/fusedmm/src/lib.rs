@@ -102,6 +102,13 @@ pub use distributed::run_in_process;
 pub use distributed::run_mpi;
 pub use kernels::{flops, CsrRef, Kernel, Transposed};
 pub use one_d::OneD;
+
+/// The vector instructions the local kernels run with on this CPU, as their run-time dispatch
+/// chose them: "avx2" or "baseline" (the target's own, SSE2 on x86-64). Reported with
+/// instruction counts, which depend on the path.
+pub fn simd_path() -> &'static str {
+    kernels::simd_path()
+}
 pub use parbench_common::{Csr, Par};
 pub use problem::{DistRun, FusedMmError, KernelOutput, Problem, RankOutput, RankPiece, Strategy};
 pub use sparse_replicate::SparseReplicate25;

@@ -82,6 +82,13 @@ pub use sequential::Sequential;
 pub use sparse::Sparse;
 pub use sync::SyncMasterWorker;
 
+/// The instructions the samplers run with: "scalar" on every CPU (no run-time dispatch), so
+/// their instruction counts do not depend on the host. Reported as the other families report
+/// theirs.
+pub fn simd_path() -> &'static str {
+    "scalar"
+}
+
 /// One way of training LDA by collapsed Gibbs sampling.
 pub trait LdaSampler: Send + Sync {
     /// The variant's name as used in experiment files and on the command line (`async`).

@@ -67,6 +67,24 @@ pub use sparse::SparseSddmmSpmm;
 
 pub use parbench_common::Par;
 
+/// The vector instructions the kernels run with on this CPU, as the run-time dispatch chose
+/// them: "avx512f" (the distance, exp and fused type-1 kernels on 8-lane vectors, the row
+/// kernels with AVX2 + FMA), "avx2+fma", or "portable" (baseline x86-64 or another
+/// architecture). Reported with instruction counts, which depend on the path.
+pub fn simd_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return "avx512f";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return "avx2+fma";
+        }
+    }
+    "portable"
+}
+
 /// One way of computing the Sinkhorn WMD of a query against every target document.
 pub trait WmdSolver: Send + Sync {
     /// The variant's name as used in experiment files and on the command line (`fused-par`).

@@ -94,6 +94,17 @@ pub use hogwild::Hogwild;
 pub use model::Model;
 pub use problem::{Control, EpochReport, EpochStats, Traffic, TrainOutput, TrainParams, W2vError};
 
+/// The vector instructions the training kernels run with on this CPU, as their run-time
+/// dispatch chose them: "avx2+fma" or "portable". Reported with instruction counts, which
+/// depend on the path.
+pub fn simd_path() -> &'static str {
+    if driver::cpu_has_fma() {
+        "avx2+fma"
+    } else {
+        "portable"
+    }
+}
+
 /// One way of training skip-gram with negative sampling.
 pub trait Trainer: Send + Sync {
     /// The variant's name as used in experiment files and on the command line (`gemm`).

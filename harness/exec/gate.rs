@@ -1,0 +1,216 @@
+//! The regression gate's workloads (by default `experiments/gate/`: every variant of every
+//! family on a small seeded point, one thread), run two ways:
+//!
+//! - [`time`] (`parbench gate time`): the timing tier's runs, repetitions interleaved across
+//!   variants, each followed by a calibration (see [`crate::exec::runner`]).
+//! - [`count`] (`parbench gate count`): the deterministic tier, below.
+//!
+//! `parbench gate count`: the regression gate's deterministic tier. Runs the gate workloads
+//! (by default `experiments/gate/`) once each, after one warm-up, with every run's instructions
+//! counted by valgrind's callgrind ([`crate::exec::callgrind`]), and stores them as the
+//! `instructions` metric of each row. `parbench check` then compares them, and the families'
+//! exact counters, with a committed baseline.
+//!
+//! The command starts itself again under valgrind (the child sees [`callgrind::COUNT_ENV`]),
+//! so planning, parsing and generation run uninstrumented and only the variants' own runs are
+//! counted; afterwards it reads callgrind's labelled dumps and writes the counts into the run
+//! directories the child made. Every plan is built, and so every experiment file checked,
+//! before valgrind starts.
+
+use crate::exec::callgrind;
+use crate::exec::executor::count_label;
+use crate::exec::runner::{self, ProgressMode};
+use crate::experiment::plan;
+use crate::results;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The metric the counts are stored in (what `parbench check` reads).
+pub use crate::analysis::check::INSTRUCTIONS_METRIC;
+
+/// Where callgrind's dumps go inside the output directory while the child runs.
+const DUMP_DIR: &str = ".callgrind";
+use callgrind::DUMP_PREFIX;
+
+/// The experiment files named by `paths` (files, or directories whose `*.yaml` are taken).
+pub fn experiment_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("reading {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+                .collect();
+            in_dir.sort();
+            if in_dir.is_empty() {
+                bail!("{} holds no experiment file (*.yaml)", p.display());
+            }
+            files.extend(in_dir);
+        } else if p.exists() {
+            files.push(p.clone());
+        } else {
+            bail!("{}: no such experiment file or directory", p.display());
+        }
+    }
+    Ok(files)
+}
+
+/// The experiment files in `paths` and their plans; every file's problems are reported
+/// together, before anything runs.
+fn build_plans(
+    paths: &[PathBuf],
+    data_dir: Option<&Path>,
+) -> Result<(Vec<PathBuf>, Vec<plan::Plan>)> {
+    let files = experiment_files(paths)?;
+    let mut plans = Vec::new();
+    let mut problems = Vec::new();
+    for file in &files {
+        match plan::build(file, false, data_dir) {
+            Ok(plan) => plans.push(plan),
+            Err(e) => problems.push(format!("{e:#}")),
+        }
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok((files, plans))
+}
+
+/// Runs the experiments in `paths` natively, each into `out/<experiment>` (every plan is built
+/// first, so a bad file stops the command before anything runs). Returns whether every
+/// experiment's claims held.
+pub fn time(paths: &[PathBuf], out: &Path, data_dir: Option<&Path>) -> Result<bool> {
+    let (_, plans) = build_plans(paths, data_dir)?;
+    let mut passed = true;
+    for (i, plan) in plans.iter().enumerate() {
+        eprintln!("[{}/{}] {}", i + 1, plans.len(), plan.config.name);
+        let summary = runner::run(
+            plan,
+            &out.join(&plan.config.name),
+            false,
+            ProgressMode::Auto,
+        )?;
+        print!(
+            "{}",
+            runner::summary_table(&plan.config.name, &summary.rows, &summary.claims)
+        );
+        passed &= summary.passed();
+    }
+    println!("timed runs: {}", out.display());
+    Ok(passed)
+}
+
+/// Runs the experiments in `paths` with their instructions counted, into `out/<experiment>`.
+pub fn count(paths: &[PathBuf], out: &Path, valgrind: &str, data_dir: Option<&Path>) -> Result<()> {
+    let (files, mut plans) = build_plans(paths, data_dir)?;
+    for plan in &mut plans {
+        // One warm-up (first-call work: lazy tables, the allocator's first pages), one counted
+        // run: counts repeat to within a fraction of a percent, so more runs would only cost
+        // valgrind's time.
+        plan.config.warmup = 1;
+        plan.config.repetitions = 1;
+    }
+    if callgrind::counting() {
+        for plan in &plans {
+            runner::run(
+                plan,
+                &out.join(&plan.config.name),
+                false,
+                ProgressMode::Lines,
+            )?;
+        }
+        return Ok(());
+    }
+    for plan in &plans {
+        let dir = out.join(&plan.config.name);
+        if dir.join(results::RESULTS_PARQUET).exists() {
+            bail!(
+                "{} already holds results; choose another --out",
+                dir.display()
+            );
+        }
+    }
+    let dumps = out.join(DUMP_DIR);
+    if dumps.exists() {
+        std::fs::remove_dir_all(&dumps)
+            .with_context(|| format!("removing the stale {}", dumps.display()))?;
+    }
+    std::fs::create_dir_all(&dumps).with_context(|| format!("creating {}", dumps.display()))?;
+    let exe = std::env::current_exe().context("finding parbench's own executable")?;
+    eprintln!(
+        "counting instructions under {valgrind} --tool=callgrind ({} experiment(s), one process each; valgrind runs the counted code ~50x slower)",
+        plans.len()
+    );
+    // One process per experiment: a count must not depend on what ran before it in the same
+    // process (glibc's malloc raises its mmap threshold as large blocks are freed, after which
+    // zeroed allocations are memset instead of fresh pages: 4% more instructions measured).
+    for (file, plan) in files.iter().zip(&plans) {
+        let mut cmd = Command::new(valgrind);
+        cmd.arg("--tool=callgrind")
+            .arg("--instr-atstart=no")
+            .arg(format!(
+                "--callgrind-out-file={}",
+                dumps
+                    .join(format!("{DUMP_PREFIX}-{}", plan.config.name))
+                    .display()
+            ))
+            .arg("--dump-instr=no")
+            .arg("--dump-line=no")
+            .arg(&exe);
+        if let Some(d) = data_dir {
+            cmd.arg("--data-dir").arg(d);
+        }
+        cmd.args(["gate", "count"])
+            .arg(file)
+            .arg("--out")
+            .arg(out)
+            .env(callgrind::COUNT_ENV, &dumps);
+        let status = cmd.status().map_err(|e| {
+            anyhow::anyhow!("cannot start `{valgrind}` ({e}): install valgrind (Debian: apt-get install valgrind) or name it with --valgrind")
+        })?;
+        if !status.success() {
+            bail!(
+                "the counted run of {} under valgrind failed ({status})",
+                file.display()
+            );
+        }
+    }
+    let counts = callgrind::read_counts(&dumps, DUMP_PREFIX)?;
+    for plan in &plans {
+        let dir = out.join(&plan.config.name);
+        let mut rows = results::read_rows(&dir)
+            .with_context(|| format!("reading the counted run in {}", dir.display()))?;
+        let meta = results::load_run(&dir)?.machine;
+        for row in &mut rows {
+            let label = count_label(
+                &plan.config.name,
+                row.point,
+                &row.variant,
+                plan.config.warmup + row.repetition,
+            );
+            let n = counts.get(&label).with_context(|| {
+                format!("callgrind wrote no count for {label} (was the run counted?)")
+            })?;
+            row.metrics
+                .insert(INSTRUCTIONS_METRIC.to_string(), *n as f64);
+            println!(
+                "{:<22} {:<28} {:>14} instructions ({})",
+                plan.config.name,
+                row.variant,
+                n,
+                meta.dispatch
+                    .iter()
+                    .filter(|(k, _)| plan.config.family.starts_with(k.as_str()))
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        results::write_rows(&dir, &rows)?;
+    }
+    std::fs::remove_dir_all(&dumps).with_context(|| format!("removing {}", dumps.display()))?;
+    println!("counted runs: {}", out.display());
+    Ok(())
+}

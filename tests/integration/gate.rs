@@ -1,0 +1,303 @@
+//! The regression gate's verdicts, pinned without timing: the mock family's runs are scripted
+//! (times, calibrations, counters, instruction counts), run through the real runner and stored,
+//! then checked against a baseline made from an unchanged run, the way CI's drill does with
+//! real runs. Each scenario of the drill is here: one variant 1.3x in instructions, one
+//! variant 2x slower, every variant 10x slower, a reference variant 2x slower, an experiment
+//! missing, and unchanged reruns that must pass; plus a slower host, which must pass too.
+
+use parbench::analysis::check::{self, Baseline, CheckOptions, RunView, INSTRUCTIONS_METRIC};
+use parbench::exec::executor::{Scripted, CALIBRATION_METRIC};
+use parbench::exec::runner::{self, ProgressMode};
+use parbench::experiment::plan;
+use parbench::family::{Measurement, ResultRow};
+use parbench::results::{self, StoredMachine};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+const GATED: &str = r#"name: mock_gate
+description: the gate under test
+paper: none
+reproduces: gate workload
+family: mock
+data: { source: synthetic, seed: 3 }
+variants: [slow, fast]
+sweep:
+  size: [10, 100]
+repetitions: 7
+warmup: 1
+"#;
+
+/// How a scripted run differs from the unchanged one.
+#[derive(Clone, Copy, Default)]
+struct Change {
+    /// Time factor of `slow` (the reference: the first listed variant) and of `fast`.
+    slow: f64,
+    fast: f64,
+    /// Factor of the calibration (a slower host slows it as much as the runs).
+    host: f64,
+    /// Instruction factor of `fast`.
+    fast_instructions: f64,
+    /// Which rerun this is: the noise differs from run to run.
+    seed: u64,
+}
+
+impl Change {
+    fn none(seed: u64) -> Change {
+        Change {
+            slow: 1.0,
+            fast: 1.0,
+            host: 1.0,
+            fast_instructions: 1.0,
+            seed,
+        }
+    }
+}
+
+/// A deterministic noise factor in [0.9, 1.1] for run `run` of rerun `seed` (a spread like
+/// this 2-core machine's, measured: within 20% over five reruns).
+fn noise(seed: u64, run: usize, salt: u64) -> f64 {
+    let mut z = seed
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add((run as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
+        .wrapping_add(salt);
+    z = (z ^ (z >> 31)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 29;
+    0.9 + 0.2 * (z % 10_000) as f64 / 10_000.0
+}
+
+/// Runs the gate experiment with scripted measurements into `dir`; `counted` makes it a
+/// counted run (instructions, no calibration).
+fn scripted_run(tmp: &Path, dir: &str, change: Change, counted: bool) -> Vec<ResultRow> {
+    let file = tmp.join("gate.yaml");
+    std::fs::write(&file, GATED).unwrap();
+    let plan = plan::build(&file, false, None).unwrap();
+    let executor = Scripted::new(move |point, variant: &str, run| {
+        let size = [10.0, 100.0][point];
+        let (base, factor, instructions) = match variant {
+            "slow" => (0.05, change.slow, 5_000_000.0),
+            _ => (0.01, change.fast, 1_000_000.0 * change.fast_instructions),
+        };
+        let mut metrics = BTreeMap::from([("size".to_string(), size)]);
+        if counted {
+            metrics.insert(
+                INSTRUCTIONS_METRIC.to_string(),
+                (instructions * size).round(),
+            );
+        } else {
+            metrics.insert(
+                CALIBRATION_METRIC.to_string(),
+                0.004 * change.host * noise(change.seed, run, 7),
+            );
+        }
+        Ok(Measurement {
+            wall_time_s: base * size / 10.0 * factor * change.host * noise(change.seed, run, 1),
+            metrics,
+            ..Measurement::default()
+        })
+    });
+    let summary = runner::run_with(
+        &plan,
+        &tmp.join(dir),
+        false,
+        ProgressMode::Silent,
+        &executor,
+    )
+    .unwrap();
+    summary.rows
+}
+
+fn machine() -> StoredMachine {
+    StoredMachine {
+        cpu_model: "test cpu".to_string(),
+        fingerprint: "test cpu | avx2 fma | 2 cpus".to_string(),
+        dispatch: BTreeMap::from([("mock".to_string(), "scalar".to_string())]),
+        git_commit: None,
+        timestamp: String::new(),
+    }
+}
+
+fn gate(tmp: &Path, rows: &[ResultRow], baseline: &Baseline) -> check::CheckReport {
+    let config = results::load_run(&tmp.join("base1")).unwrap().config;
+    check::check(
+        &RunView {
+            rows,
+            config: &config,
+            machine: &machine(),
+        },
+        Some(baseline),
+        &CheckOptions::default(),
+    )
+}
+
+/// The baseline of two pooled unchanged runs (times) and one counted run (instructions).
+fn baseline(tmp: &Path) -> Baseline {
+    let mut rows = scripted_run(tmp, "base1", Change::none(1), false);
+    rows.extend(scripted_run(tmp, "base2", Change::none(2), false));
+    let config = results::load_run(&tmp.join("base1")).unwrap().config;
+    let mut b = check::make_baseline(&rows, &config, &machine());
+    let counted = scripted_run(tmp, "base-counted", Change::none(3), true);
+    b.update(check::make_baseline(&counted, &config, &machine()));
+    b
+}
+
+#[test]
+fn unchanged_reruns_and_a_slower_host_pass_with_every_entry_gated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = baseline(tmp.path());
+    for seed in 10..15 {
+        let rows = scripted_run(
+            tmp.path(),
+            &format!("same{seed}"),
+            Change::none(seed),
+            false,
+        );
+        let r = gate(tmp.path(), &rows, &b);
+        assert!(r.passed(), "rerun {seed}: {r}");
+        assert_eq!(
+            (r.coverage.entries, r.coverage.gated, r.coverage.timed),
+            (4, 4, 4)
+        );
+    }
+    let slower_host = Change {
+        host: 3.0,
+        ..Change::none(20)
+    };
+    let rows = scripted_run(tmp.path(), "slower-host", slower_host, false);
+    assert!(gate(tmp.path(), &rows, &b).passed());
+    let counted = scripted_run(tmp.path(), "counted-again", Change::none(21), true);
+    let r = gate(tmp.path(), &counted, &b);
+    assert!(r.passed(), "{r}");
+    assert_eq!(r.coverage.instructions, 4);
+}
+
+#[test]
+fn every_drill_scenario_is_flagged_and_names_what_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = baseline(tmp.path());
+    let flagged = |change: Change, counted: bool, name: &str| -> Vec<String> {
+        let rows = scripted_run(tmp.path(), name, change, counted);
+        let r = gate(tmp.path(), &rows, &b);
+        assert!(!r.passed(), "{name}: {r}");
+        r.regressions
+    };
+    // (a) one variant at 1.3x instructions.
+    let more_instructions = Change {
+        fast_instructions: 1.3,
+        ..Change::none(30)
+    };
+    let r = flagged(more_instructions, true, "a");
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(
+        r.iter()
+            .all(|x| x.contains("`fast`") && x.contains("instructions") && x.contains("+30.00%")),
+        "{r:?}"
+    );
+    // (b) one variant 2x slower.
+    let r = flagged(
+        Change {
+            fast: 2.0,
+            ..Change::none(31)
+        },
+        false,
+        "b",
+    );
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r.iter().all(|x| x.starts_with("`fast`")), "{r:?}");
+    // (c) every variant 10x slower (the calibration unchanged: the machine is not slower).
+    let r = flagged(
+        Change {
+            slow: 10.0,
+            fast: 10.0,
+            ..Change::none(32)
+        },
+        false,
+        "c",
+    );
+    assert_eq!(r.len(), 4, "{r:?}");
+    // (d) the reference variant 2x slower: the other variant must not look faster for it.
+    let r = flagged(
+        Change {
+            slow: 2.0,
+            ..Change::none(33)
+        },
+        false,
+        "d",
+    );
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r.iter().all(|x| x.starts_with("`slow`")), "{r:?}");
+    // (e) an experiment missing from the run.
+    assert!(check::missing_experiment(&b, "mock_gate").unwrap().is_err());
+}
+
+#[test]
+fn the_check_command_exits_by_verdict_and_prints_its_coverage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = baseline(tmp.path());
+    // The stored runs carry this machine's fingerprint; record their times for it.
+    let machine = results::load_run(&tmp.path().join("base1"))
+        .unwrap()
+        .machine;
+    assert!(!machine.fingerprint.is_empty());
+    let path = tmp.path().join("gate.json");
+    b.save(&path).unwrap();
+    let exe = env!("CARGO_BIN_EXE_parbench");
+    let status = Command::new(exe)
+        .arg("check")
+        .arg(tmp.path().join("base1"))
+        .arg(tmp.path().join("base2"))
+        .arg("--write-baseline")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let check_run = |dir: &str| {
+        let out = Command::new(exe)
+            .arg("check")
+            .arg(tmp.path().join(dir))
+            .arg("--baseline")
+            .arg(&path)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    scripted_run(tmp.path(), "same", Change::none(40), false);
+    let (code, out) = check_run("same");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("gated 4 of 4 entries"), "{out}");
+    scripted_run(
+        tmp.path(),
+        "slower",
+        Change {
+            fast: 2.0,
+            ..Change::none(41)
+        },
+        false,
+    );
+    let (code, out) = check_run("slower");
+    assert_eq!(code, Some(4), "{out}");
+    assert!(out.contains("REGRESSION: `fast`"), "{out}");
+    // A folder without the experiment: every entry is a gap (exit 5).
+    std::fs::create_dir_all(tmp.path().join("empty/other")).unwrap();
+    let other = tmp.path().join("empty/other");
+    for f in ["meta.json", "experiment.yaml", "results.parquet"] {
+        std::fs::copy(tmp.path().join("same").join(f), other.join(f)).unwrap();
+    }
+    let yaml = std::fs::read_to_string(other.join("experiment.yaml")).unwrap();
+    std::fs::write(
+        other.join("experiment.yaml"),
+        yaml.replace("name: mock_gate", "name: mock_other"),
+    )
+    .unwrap();
+    let (code, out) = check_run("empty");
+    assert_eq!(code, Some(5), "{out}");
+    assert!(
+        out.contains(
+            "NOT GATED: experiment `mock_gate` (4 entries) is in the baseline, not in this run"
+        ),
+        "{out}"
+    );
+}
