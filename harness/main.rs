@@ -88,8 +88,8 @@ enum Command {
         long_about = "Re-evaluate the claims of stored runs and gate them against a baseline.\n\n\
 Three tiers, per variant, reference variants included: the family's exact counters (words and messages \
 sent, flops, model bytes, tokens) must not change; instruction counts (in runs made by `parbench gate \
-count`) may grow by at most --max-instruction-growth; times, divided by a calibration timed after every \
-run, must not grow: a regression is a bootstrap interval of the ratio of medians (now / baseline) whose \
+count`) may grow by at most --max-instruction-growth; times, divided by a calibration timed before each \
+point's runs, must not grow: a regression is a bootstrap interval of the ratio of medians (now / baseline) whose \
 lower end is above --max-slowdown. Times are compared with the baseline's for this kind of machine (CPU \
 model, ISA extensions, CPUs); on a kind the baseline lacks, only as ratios to the point's reference \
 variant. Every baseline entry must be in the runs and long enough to time unless its experiment says \
@@ -530,7 +530,8 @@ fn check_runs(
     let mut runs: Vec<results::StoredRun> = Vec::new();
     for root in roots {
         for dir in run_dirs(root)? {
-            let run = results::load_run(&dir)?;
+            let mut run = results::load_run(&dir)?;
+            check::use_run_calibration(&mut run.rows);
             let counted = check::is_counted(&run.rows);
             match runs
                 .iter_mut()

@@ -9,8 +9,8 @@
 //!   [`CheckOptions::max_instruction_growth`]; the count depends on the vector path the
 //!   kernels dispatched to, so the baseline records the path and a run on another path is not
 //!   compared but reported.
-//! - **Time**: each repetition's wall time is divided by the calibration timed right after it
-//!   on the same threads (`calibration_s`, see [`crate::exec::calibration`]), so a slower
+//! - **Time**: each repetition's wall time is divided by the calibration timed before its
+//!   point's runs on the same threads (`calibration_s`, see [`crate::exec::calibration`]), so a slower
 //!   host does not read as a regression and "everything 10x slower" does. Baselines of time
 //!   are kept per machine kind ([`crate::exec::machine::fingerprint`]); the verdict is a
 //!   percentile-bootstrap interval of the ratio of medians (now / baseline), and a regression
@@ -116,7 +116,7 @@ pub struct BaselineEntry {
 /// Times of one variant at one point on one kind of machine.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
-    /// Per repetition, wall time over the calibration timed right after it.
+    /// Per repetition, wall time over the calibration of its point.
     pub normalized: Vec<f64>,
     pub median_wall_time_s: f64,
 }
@@ -302,6 +302,24 @@ fn groups<'r>(rows: &'r [ResultRow]) -> BTreeMap<String, BTreeMap<String, Group<
             .push(row);
     }
     out
+}
+
+/// Gives every row of one run the median of the run's calibrations (each point's is timed
+/// before its runs, see [`crate::exec::executor`]): one point's calibration moves by 10-20% on
+/// a shared host, the median over a run's points much less. Apply it to each run before rows of
+/// several runs are pooled.
+pub fn use_run_calibration(rows: &mut [ResultRow]) {
+    let all: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.metrics.get(CALIBRATION_METRIC).copied())
+        .collect();
+    if let Some(c) = median(&all) {
+        for r in rows.iter_mut() {
+            if let Some(v) = r.metrics.get_mut(CALIBRATION_METRIC) {
+                *v = c;
+            }
+        }
+    }
 }
 
 /// Whether `rows` come from a counted run (`parbench gate count`: instructions under valgrind,
@@ -524,169 +542,55 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
     };
     let now = groups(run.rows);
     let kind = &run.machine.fingerprint;
-    let has_machine = baseline.machines.contains_key(kind);
-    let untimed = run.config.gate.untimed.as_deref();
-    let counting_run = is_counted(run.rows);
-    let path_now = dispatch_path(run.machine, &run.config.family);
     let reference = &old.reference_variant;
-    let reference_now: BTreeMap<&String, f64> = now
-        .iter()
-        .filter_map(|(key, vs)| Some((key, median(&vs.get(reference)?.times())?)))
-        .collect();
-    if !counting_run && !has_machine {
-        report.notes.push(format!(
+    let mut gate = Gate {
+        options,
+        kind,
+        has_machine: baseline.machines.contains_key(kind),
+        path_now: dispatch_path(run.machine, &run.config.family),
+        reference,
+        reference_now: now
+            .iter()
+            .filter_map(|(key, vs)| Some((key.clone(), median(&vs.get(reference)?.times())?)))
+            .collect(),
+        report,
+        coverage: Coverage::default(),
+        short: 0,
+        untimed_references: 0,
+    };
+    let counting_run = is_counted(run.rows);
+    let untimed = run.config.gate.untimed.as_deref();
+    if !counting_run && !gate.has_machine {
+        gate.report.notes.push(format!(
             "the baseline has no times for this kind of machine ({kind}); times compared only as same-run ratios to `{reference}` (record this machine's with --write-baseline)"
         ));
     }
-    let mut untimed_references = 0usize;
     if let Some(why) = untimed {
-        report.notes.push(format!("times not gated: {why}"));
+        gate.report.notes.push(format!("times not gated: {why}"));
     }
-    let mut c = Coverage::default();
-    let mut short = 0usize;
     for (key, variants) in &old.points {
         for (variant, then) in variants {
-            c.entries += 1;
-            let who = format!("`{variant}` at {key}");
+            gate.coverage.entries += 1;
+            let entry = Entry {
+                who: format!("`{variant}` at {key}"),
+                key,
+                variant,
+                then,
+            };
             let Some(group) = now.get(key).and_then(|v| v.get(variant)) else {
-                report
-                    .gaps
-                    .push(format!("{who}: in the baseline, not in this run"));
+                let gap = format!("{}: in the baseline, not in this run", entry.who);
+                gate.report.gaps.push(gap);
                 continue;
             };
-            let mut gated = false;
-            // Exact counters.
-            let mut counted = false;
-            for (counter, &want) in &then.counters {
-                match group.values_of(counter)[..] {
-                    [] => report.gaps.push(format!(
-                        "{who}: counter `{counter}` is in the baseline, not in this run"
-                    )),
-                    [got] if got == want => counted = true,
-                    ref got => {
-                        counted = true;
-                        let got = got
-                            .iter()
-                            .map(|g| fmt_count(*g))
-                            .collect::<Vec<_>>()
-                            .join(" / ");
-                        report.regressions.push(format!(
-                            "{who}: counter `{counter}` {} -> {got} ({}; exact counters must not change)",
-                            fmt_count(want),
-                            percent_change(group.values_of(counter)[0], want)
-                        ));
-                    }
-                }
-            }
-            if counted {
-                c.counted += 1;
-                gated = true;
-            }
-            // Instructions.
+            let mut gated = gate.counters(&entry, group);
             if counting_run {
-                let got = group.values_of(INSTRUCTIONS_METRIC);
-                match (then.instructions, &got[..]) {
-                    (None, _) => report.notes.push(format!(
-                        "{who}: no instruction count in the baseline"
-                    )),
-                    (Some(_), []) => report
-                        .gaps
-                        .push(format!("{who}: no instruction count in this run")),
-                    (Some(_), _) if then.counted_path != path_now => report.gaps.push(format!(
-                        "{who}: instructions counted on {} but the baseline's on {}: not comparable (regenerate the baseline under valgrind)",
-                        path_now.as_deref().unwrap_or("an unknown path"),
-                        then.counted_path.as_deref().unwrap_or("an unknown path")
-                    )),
-                    (Some(want), got) => {
-                        let got = got.iter().copied().fold(0.0f64, f64::max);
-                        let growth = got / want as f64 - 1.0;
-                        c.instructions += 1;
-                        gated = true;
-                        let path = path_now.as_deref().unwrap_or("unknown path");
-                        if growth > options.max_instruction_growth {
-                            report.regressions.push(format!(
-                                "{who}: instructions {want} -> {} ({}; allowed +{}%; counted on {path})",
-                                got as u64,
-                                percent_change(got, want as f64),
-                                fmt_num(100.0 * options.max_instruction_growth)
-                            ));
-                        } else if growth < -options.max_instruction_growth {
-                            report.notes.push(format!(
-                                "{who}: instructions {want} -> {} ({}): an improvement; record it with --write-baseline",
-                                got as u64,
-                                percent_change(got, want as f64)
-                            ));
-                        }
-                    }
-                }
-            }
-            // Time (not of counted runs: valgrind's times mean nothing).
-            if !counting_run && untimed.is_none() {
-                let median_now = median(&group.times()).unwrap_or(0.0);
-                let normalized = group.normalized();
-                let then_kind = then.timings.get(kind).filter(|_| has_machine);
-                let too_short = median_now < options.min_time_s
-                    || then_kind.is_some_and(|t| t.median_wall_time_s < options.min_time_s);
-                if too_short {
-                    short += 1;
-                    report.gaps.push(format!(
-                        "{who}: median {} s, under the {} s that can be timed (exempt the experiment with `gate: {{untimed: why}}` if it cannot be longer)",
-                        fmt_num(median_now),
-                        fmt_num(options.min_time_s)
-                    ));
-                } else if let (Some(t), Some(i)) = (
-                    then_kind,
-                    then_kind.and_then(|t| {
-                        ratio_of_medians(&normalized, &t.normalized, options.confidence)
-                    }),
-                ) {
-                    c.timed += 1;
-                    gated = true;
-                    if i.lower > options.max_slowdown {
-                        report.regressions.push(format!(
-                            "{who}: {}x the baseline's time per calibration ({}% interval {}-{}x, above the allowed {}x; median {} s -> {} s)",
-                            fmt_num(i.ratio),
-                            fmt_num(100.0 * i.confidence),
-                            fmt_num(i.lower),
-                            fmt_num(i.upper),
-                            options.max_slowdown,
-                            fmt_num(t.median_wall_time_s),
-                            fmt_num(median_now)
-                        ));
-                    }
-                } else if variant == reference {
-                    // Its same-run ratio is 1 by definition: only a calibrated time sees it.
-                    untimed_references += 1;
-                } else {
-                    let relative: Vec<f64> = reference_now
-                        .get(key)
-                        .filter(|r| **r > 0.0)
-                        .map(|r| group.times().iter().map(|t| t / r).collect())
-                        .unwrap_or_default();
-                    match ratio_of_medians(&relative, &then.relative, options.confidence) {
-                        Some(i) => {
-                            c.timed += 1;
-                            c.timed_by_ratio += 1;
-                            gated = true;
-                            if i.lower > options.max_slowdown {
-                                report.regressions.push(format!(
-                                    "{who}: {}x slower relative to `{reference}` than in the baseline ({}% interval {}-{}x, above the allowed {}x)",
-                                    fmt_num(i.ratio),
-                                    fmt_num(100.0 * i.confidence),
-                                    fmt_num(i.lower),
-                                    fmt_num(i.upper),
-                                    options.max_slowdown
-                                ));
-                            }
-                        }
-                        None => report.gaps.push(format!(
-                            "{who}: no times to compare (neither calibrated times for this machine kind nor a same-run ratio to `{reference}`)"
-                        )),
-                    }
-                }
+                // Valgrind's times mean nothing: counted runs are gated by their counts.
+                gated |= gate.instructions(&entry, group);
+            } else if untimed.is_none() {
+                gated |= gate.time(&entry, group);
             }
             if gated {
-                c.gated += 1;
+                gate.coverage.gated += 1;
             }
         }
     }
@@ -698,24 +602,217 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
                 .count()
         })
         .sum();
-    if extra > 0 {
-        report.notes.push(format!(
-            "{extra} point(s) x variant(s) of this run are not in the baseline: not compared (record them with --write-baseline)"
-        ));
+    gate.finish(extra)
+}
+
+/// One baseline entry being compared.
+struct Entry<'a> {
+    /// "`variant` at point", as the report names it.
+    who: String,
+    key: &'a str,
+    variant: &'a str,
+    then: &'a BaselineEntry,
+}
+
+/// One experiment's comparison in progress: the three tiers add to its report and coverage.
+struct Gate<'a> {
+    options: &'a CheckOptions,
+    kind: &'a str,
+    /// Whether the baseline has times for this kind of machine.
+    has_machine: bool,
+    /// The vector path this run's counts were taken on.
+    path_now: Option<String>,
+    reference: &'a str,
+    /// Point key -> median time of the reference variant in this run.
+    reference_now: BTreeMap<String, f64>,
+    report: CheckReport,
+    coverage: Coverage,
+    /// Entries too short to time.
+    short: usize,
+    /// Entries of the reference variant with no calibrated times to compare.
+    untimed_references: usize,
+}
+
+impl Gate<'_> {
+    /// Exact counters: equal, or a regression. Whether any was compared.
+    fn counters(&mut self, e: &Entry, group: &Group) -> bool {
+        let mut compared = false;
+        for (counter, &want) in &e.then.counters {
+            let got = group.values_of(counter);
+            match got[..] {
+                [] => self.report.gaps.push(format!(
+                    "{}: counter `{counter}` is in the baseline, not in this run",
+                    e.who
+                )),
+                [one] if one == want => compared = true,
+                _ => {
+                    compared = true;
+                    let shown: Vec<String> = got.iter().map(|g| fmt_count(*g)).collect();
+                    self.report.regressions.push(format!(
+                        "{}: counter `{counter}` {} -> {} ({}; exact counters must not change)",
+                        e.who,
+                        fmt_count(want),
+                        shown.join(" / "),
+                        percent_change(got[0], want)
+                    ));
+                }
+            }
+        }
+        if compared {
+            self.coverage.counted += 1;
+        }
+        compared
     }
-    if untimed_references > 0 {
-        report.notes.push(format!(
-            "{untimed_references} entries of the reference variant `{reference}` not timed: without calibrated times for this machine kind only same-run ratios are compared, and a reference's is 1 by definition"
-        ));
+
+    /// Instruction counts: at most `max_instruction_growth` more, on the baseline's vector
+    /// path. Whether compared.
+    fn instructions(&mut self, e: &Entry, group: &Group) -> bool {
+        let got = group.values_of(INSTRUCTIONS_METRIC);
+        let Some(want) = e.then.instructions else {
+            let note = format!("{}: no instruction count in the baseline", e.who);
+            self.report.notes.push(note);
+            return false;
+        };
+        if got.is_empty() {
+            let gap = format!("{}: no instruction count in this run", e.who);
+            self.report.gaps.push(gap);
+            return false;
+        }
+        let path = self.path_now.as_deref().unwrap_or("an unknown path");
+        if e.then.counted_path != self.path_now {
+            self.report.gaps.push(format!(
+                "{}: instructions counted on {path} but the baseline's on {}: not comparable (regenerate the baseline under valgrind)",
+                e.who,
+                e.then.counted_path.as_deref().unwrap_or("an unknown path")
+            ));
+            return false;
+        }
+        let got = got.iter().copied().fold(0.0f64, f64::max);
+        let growth = got / want as f64 - 1.0;
+        let limit = self.options.max_instruction_growth;
+        if growth > limit {
+            self.report.regressions.push(format!(
+                "{}: instructions {want} -> {} ({}; allowed +{}%; counted on {path})",
+                e.who,
+                got as u64,
+                percent_change(got, want as f64),
+                fmt_num(100.0 * limit)
+            ));
+        } else if growth < -limit {
+            self.report.notes.push(format!(
+                "{}: instructions {want} -> {} ({}): an improvement; record it with --write-baseline",
+                e.who,
+                got as u64,
+                percent_change(got, want as f64)
+            ));
+        }
+        self.coverage.instructions += 1;
+        true
     }
-    if short > 0 {
-        report.notes.push(format!(
-            "{short} entries ran under {} s",
-            fmt_num(options.min_time_s)
-        ));
+
+    /// Times: per calibration against this machine kind's, else as ratios to the point's
+    /// reference variant. Whether compared.
+    fn time(&mut self, e: &Entry, group: &Group) -> bool {
+        let options = self.options;
+        let median_now = median(&group.times()).unwrap_or(0.0);
+        let then_kind = e.then.timings.get(self.kind).filter(|_| self.has_machine);
+        if median_now < options.min_time_s
+            || then_kind.is_some_and(|t| t.median_wall_time_s < options.min_time_s)
+        {
+            self.short += 1;
+            self.report.gaps.push(format!(
+                "{}: median {} s, under the {} s that can be timed (exempt the experiment with `gate: {{untimed: why}}` if it cannot be longer)",
+                e.who,
+                fmt_num(median_now),
+                fmt_num(options.min_time_s)
+            ));
+            return false;
+        }
+        let calibrated = then_kind.and_then(|t| {
+            ratio_of_medians(&group.normalized(), &t.normalized, options.confidence).map(|i| (t, i))
+        });
+        if let Some((t, i)) = calibrated {
+            self.coverage.timed += 1;
+            if i.lower > options.max_slowdown {
+                self.report.regressions.push(format!(
+                    "{}: {}x the baseline's time per calibration ({}, above the allowed {}x; median {} s -> {} s)",
+                    e.who,
+                    fmt_num(i.ratio),
+                    fmt_interval(&i),
+                    options.max_slowdown,
+                    fmt_num(t.median_wall_time_s),
+                    fmt_num(median_now)
+                ));
+            }
+            return true;
+        }
+        if e.variant == self.reference {
+            // Its same-run ratio is 1 by definition: only a calibrated time sees it.
+            self.untimed_references += 1;
+            return false;
+        }
+        let relative: Vec<f64> = self
+            .reference_now
+            .get(e.key)
+            .filter(|r| **r > 0.0)
+            .map(|r| group.times().iter().map(|t| t / r).collect())
+            .unwrap_or_default();
+        let Some(i) = ratio_of_medians(&relative, &e.then.relative, options.confidence) else {
+            self.report.gaps.push(format!(
+                "{}: no times to compare (neither calibrated times for this machine kind nor a same-run ratio to `{}`)",
+                e.who, self.reference
+            ));
+            return false;
+        };
+        self.coverage.timed += 1;
+        self.coverage.timed_by_ratio += 1;
+        if i.lower > options.max_slowdown {
+            self.report.regressions.push(format!(
+                "{}: {}x slower relative to `{}` than in the baseline ({}, above the allowed {}x)",
+                e.who,
+                fmt_num(i.ratio),
+                self.reference,
+                fmt_interval(&i),
+                options.max_slowdown
+            ));
+        }
+        true
     }
-    report.coverage = c;
-    report
+
+    /// The report, with the notes that sum up the comparison (`extra`: entries of the run
+    /// the baseline lacks).
+    fn finish(mut self, extra: usize) -> CheckReport {
+        if extra > 0 {
+            self.report.notes.push(format!(
+                "{extra} point(s) x variant(s) of this run are not in the baseline: not compared (record them with --write-baseline)"
+            ));
+        }
+        if self.untimed_references > 0 {
+            self.report.notes.push(format!(
+                "{} entries of the reference variant `{}` not timed: without calibrated times for this machine kind only same-run ratios are compared, and a reference's is 1 by definition",
+                self.untimed_references, self.reference
+            ));
+        }
+        if self.short > 0 {
+            self.report.notes.push(format!(
+                "{} entries ran under {} s",
+                self.short,
+                fmt_num(self.options.min_time_s)
+            ));
+        }
+        self.report.coverage = self.coverage;
+        self.report
+    }
+}
+
+/// "95% interval 1.6-1.9x".
+fn fmt_interval(i: &crate::util::stats::RatioInterval) -> String {
+    format!(
+        "{}% interval {}-{}x",
+        fmt_num(100.0 * i.confidence),
+        fmt_num(i.lower),
+        fmt_num(i.upper)
+    )
 }
 
 /// An experiment of the baseline that no run checked: a gap unless it is optional.

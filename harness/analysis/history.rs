@@ -19,6 +19,7 @@
 //! of many changes each under the threshold is not a step.
 
 use crate::analysis::check::{Baseline, BaselineError, INSTRUCTIONS_METRIC};
+use crate::analysis::plot::PALETTE;
 use crate::exec::executor::CALIBRATION_METRIC;
 use crate::exec::machine::rfc3339_from_unix;
 use crate::experiment::plan::point_key;
@@ -121,7 +122,7 @@ impl CommitInfo {
 pub enum Quantity {
     /// Instructions of one run under callgrind.
     Instructions,
-    /// Median over repetitions of wall time over the calibration timed after it, on one
+    /// Median over repetitions of wall time over its point's calibration, on one
     /// machine kind.
     TimePerCalibration { machine: String },
 }
@@ -1208,21 +1209,6 @@ const STEP_COLOR: RGBColor = BLACK;
 const LEGEND_ROW: i32 = 20;
 const LEGEND_FONT: u32 = 14;
 const LEGEND_CHAR_WIDTH: i32 = 8;
-
-/// Tableau 10, as `plot.rs` draws figures; with more lines than colours the marker shape tells
-/// them apart.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
 
 /// One figure: a line per series over the commit axis.
 struct Figure<'a> {

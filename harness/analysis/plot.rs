@@ -39,7 +39,7 @@ const FONT: &str = "sans-serif";
 const MAX_MARKERS: usize = 60;
 
 /// Tableau 10: distinguishable, colour-blind friendly in its first few entries.
-const PALETTE: [RGBColor; 10] = [
+pub(crate) const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),

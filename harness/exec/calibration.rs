@@ -1,24 +1,26 @@
-//! A fixed amount of work timed next to every run, so that a time can be read as "so many
-//! calibrations" rather than seconds: a host that is slower today (another tenant on the
+//! A fixed amount of work timed before every point's runs, so that a time can be read as "so
+//! many calibrations" rather than seconds: a host that is slower today (another tenant on the
 //! core, a lower clock, a smaller machine of the same kind) slows the calibration as much as
-//! the run beside it, while a variant that does more work slows only itself.
+//! the runs beside it, while a variant that does more work slows only itself.
 //!
-//! The work mixes the two limits `parbench info` measures: a STREAM-style triad over arrays
-//! larger than a core's L2 (memory and L3 bandwidth) and independent multiply-add chains (the
-//! floating-point pipes), split over the point's threads so a second core taken from a
-//! two-thread run is taken from its calibration too. It takes a few milliseconds.
+//! The work is arithmetic on data that stays in a core's L2 (a triad over three 64 KiB arrays,
+//! and independent multiply-add chains), split over the point's threads, so a second core
+//! taken from a two-thread run is taken from its calibration too. A triad over main memory
+//! was tried first and dropped: on a shared host its time moved by 30% from one point to the
+//! next, and the check divides every time by it. One calibration takes about 3 ms; the
+//! executor takes the median of five, and the check divides by the median over a whole run.
 
 use parbench_common::Par;
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::Instant;
 
-/// Elements of each triad array (8 MiB per array of f64).
-const TRIAD_LEN: usize = 1 << 20;
+/// Elements of each triad array (64 KiB per array of f64: three fit in any L2 of 256 KiB).
+const TRIAD_LEN: usize = 1 << 13;
 /// Triad passes per calibration.
-const TRIAD_PASSES: usize = 3;
+const TRIAD_PASSES: usize = 60;
 /// Multiply-add steps per lane of each thread's share of the arithmetic part.
-const FMA_STEPS: usize = 200_000;
+const FMA_STEPS: usize = 400_000;
 /// Independent chains per thread, enough to fill the pipes without vector code.
 const LANES: usize = 8;
 

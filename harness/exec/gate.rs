@@ -2,7 +2,7 @@
 //! family on a small seeded point, one thread), run two ways:
 //!
 //! - [`time`] (`parbench gate time`): the timing tier's runs, repetitions interleaved across
-//!   variants, each followed by a calibration (see [`crate::exec::runner`]).
+//!   variants, with a calibration timed before each point (see [`crate::exec::executor`]).
 //! - [`count`] (`parbench gate count`): the deterministic tier, below.
 //!
 //! `parbench gate count`: the regression gate's deterministic tier. Runs the gate workloads
