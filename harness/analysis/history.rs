@@ -200,10 +200,15 @@ impl fmt::Display for HistoryReport {
             } else {
                 String::new()
             };
-            let subject = if step.commit.subject.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", step.commit.subject)
+            // A subject line can run to hundreds of characters; the step line names the commit.
+            const SUBJECT_CHARS: usize = 60;
+            let subject = match step.commit.subject.chars().count() {
+                0 => String::new(),
+                n if n <= SUBJECT_CHARS => format!(" ({})", step.commit.subject),
+                _ => {
+                    let head: String = step.commit.subject.chars().take(SUBJECT_CHARS).collect();
+                    format!(" ({}…)", head.trim_end())
+                }
             };
             writeln!(
                 f,
