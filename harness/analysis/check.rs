@@ -243,7 +243,7 @@ fn exact_patterns(config: &ExperimentConfig) -> &'static [&'static str] {
 
 /// The vector path `family`'s crate dispatched to on `machine` (the crate whose name begins
 /// the family's: `fusedmm-apps` runs fusedmm's kernels).
-fn dispatch_path(machine: &StoredMachine, family: &str) -> Option<String> {
+pub fn dispatch_path(machine: &StoredMachine, family: &str) -> Option<String> {
     machine
         .dispatch
         .iter()

@@ -502,6 +502,17 @@ struct Collected {
     notes: Vec<String>,
 }
 
+impl Collected {
+    /// The sample of series `key` at commit `index`, made empty when new.
+    fn sample(&mut self, key: SeriesKey, index: usize) -> &mut Sample {
+        self.samples
+            .entry(key)
+            .or_default()
+            .entry(index)
+            .or_default()
+    }
+}
+
 /// Runs `git ARGS` in `dir`. The outer error: git could not be started; the inner: git ran and
 /// failed (with its message).
 fn git(dir: &Path, args: &[&str]) -> Result<std::result::Result<Vec<u8>, String>> {
@@ -757,7 +768,7 @@ fn read_runs(root: &Path) -> Result<Collected> {
     // Commit -> (when its first run started, its runs).
     let mut by_commit: BTreeMap<String, (String, Vec<StoredRun>)> = BTreeMap::new();
     for dir in &dirs {
-        let run = match results::load_run(dir) {
+        let mut run = match results::load_run(dir) {
             Ok(run) => run,
             Err(err) => {
                 collected
@@ -766,6 +777,8 @@ fn read_runs(root: &Path) -> Result<Collected> {
                 continue;
             }
         };
+        // Times per calibration as `check` computes them: over the run's median calibration.
+        crate::analysis::check::use_run_calibration(&mut run.rows);
         let Some(commit) = run
             .machine
             .git_commit
@@ -844,21 +857,10 @@ fn read_runs(root: &Path) -> Result<Collected> {
             }
         }
         for (key, values) in counts {
-            let sample = collected
-                .samples
-                .entry(key)
-                .or_default()
-                .entry(index)
-                .or_default();
-            sample.instructions = median(&values);
+            collected.sample(key, index).instructions = median(&values);
         }
         for (key, by_machine) in times {
-            let sample = collected
-                .samples
-                .entry(key)
-                .or_default()
-                .entry(index)
-                .or_default();
+            let sample = collected.sample(key, index);
             for (machine, values) in by_machine {
                 if let Some(m) = median(&values) {
                     sample.time_per_calibration.insert(machine, m);

@@ -180,9 +180,11 @@ pub fn count(paths: &[PathBuf], out: &Path, valgrind: &str, data_dir: Option<&Pa
     let counts = callgrind::read_counts(&dumps, DUMP_PREFIX)?;
     for plan in &plans {
         let dir = out.join(&plan.config.name);
-        let mut rows = results::read_rows(&dir)
+        let run = results::load_run(&dir)
             .with_context(|| format!("reading the counted run in {}", dir.display()))?;
-        let meta = results::load_run(&dir)?.machine;
+        let path = crate::analysis::check::dispatch_path(&run.machine, &plan.config.family)
+            .unwrap_or_else(|| "an unknown vector path".to_string());
+        let mut rows = run.rows;
         for row in &mut rows {
             let label = count_label(
                 &plan.config.name,
@@ -197,15 +199,7 @@ pub fn count(paths: &[PathBuf], out: &Path, valgrind: &str, data_dir: Option<&Pa
                 .insert(INSTRUCTIONS_METRIC.to_string(), *n as f64);
             println!(
                 "{:<22} {:<28} {:>14} instructions ({})",
-                plan.config.name,
-                row.variant,
-                n,
-                meta.dispatch
-                    .iter()
-                    .filter(|(k, _)| plan.config.family.starts_with(k.as_str()))
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                plan.config.name, row.variant, n, path
             );
         }
         results::write_rows(&dir, &rows)?;
