@@ -14,9 +14,12 @@
 //!   host does not read as a regression and "everything 10x slower" does. Baselines of time
 //!   are kept per machine kind ([`crate::exec::machine::fingerprint`]); the verdict is a
 //!   percentile-bootstrap interval of the ratio of medians (now / baseline), and a regression
-//!   is an interval whose lower end exceeds [`CheckOptions::max_slowdown`]. On a machine kind
-//!   the baseline has no times for, the check says so and compares only same-run ratios (a
-//!   variant's time over its point's reference variant's).
+//!   is an interval whose lower end exceeds [`CheckOptions::max_slowdown`]. Beside it, and
+//!   alone on a machine kind the baseline has no times for (the check says so), the same-run
+//!   ratio is compared the same way: a variant's time over its point's reference variant's,
+//!   and the reference's over the median of the point's other variants. Repetitions are
+//!   interleaved, so this ratio does not move when a whole run is slower, and sees one
+//!   variant slower, the reference included, through the noise of a shared host.
 //!
 //! Coverage is part of the verdict: every entry of the baseline must be present in the run
 //! and, unless its experiment states why it is exempt (`gate: {untimed: ..., optional: ...}`),
@@ -28,7 +31,7 @@ use crate::experiment::config::ExperimentConfig;
 use crate::experiment::plan::point_key;
 use crate::family::{matches_metric, ResultRow};
 use crate::results::StoredMachine;
-use crate::util::stats::{median, ratio_of_medians};
+use crate::util::stats::{median, ratio_of_medians, RatioInterval};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -553,6 +556,7 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
             .iter()
             .filter_map(|(key, vs)| Some((key.clone(), median(&vs.get(reference)?.times())?)))
             .collect(),
+        others: others_at_points(&now, old),
         report,
         coverage: Coverage::default(),
         short: 0,
@@ -605,6 +609,33 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
     gate.finish(extra)
 }
 
+/// For each point: the median over its non-reference variants, present in both the run and
+/// the baseline, of their median times now and of their median `relative` then.
+fn others_at_points(
+    now: &BTreeMap<String, BTreeMap<String, Group>>,
+    old: &ExperimentBaseline,
+) -> BTreeMap<String, (f64, f64)> {
+    let mut out = BTreeMap::new();
+    for (key, variants) in &old.points {
+        let Some(run) = now.get(key) else { continue };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (variant, then) in variants {
+            if *variant == old.reference_variant {
+                continue;
+            }
+            let now_median = run.get(variant).and_then(|g| median(&g.times()));
+            if let (Some(x), Some(y)) = (now_median, median(&then.relative)) {
+                a.push(x);
+                b.push(y);
+            }
+        }
+        if let (Some(x), Some(y)) = (median(&a), median(&b)) {
+            out.insert(key.clone(), (x, y));
+        }
+    }
+    out
+}
+
 /// One baseline entry being compared.
 struct Entry<'a> {
     /// "`variant` at point", as the report names it.
@@ -625,11 +656,15 @@ struct Gate<'a> {
     reference: &'a str,
     /// Point key -> median time of the reference variant in this run.
     reference_now: BTreeMap<String, f64>,
+    /// Point key -> the median, over the point's other variants in both the run and the
+    /// baseline, of their median times: in seconds now, and over the reference's median then.
+    others: BTreeMap<String, (f64, f64)>,
     report: CheckReport,
     coverage: Coverage,
     /// Entries too short to time.
     short: usize,
-    /// Entries of the reference variant with no calibrated times to compare.
+    /// Entries of the reference variant with no calibrated times to compare and no other
+    /// variant at their point.
     untimed_references: usize,
 }
 
@@ -710,8 +745,13 @@ impl Gate<'_> {
         true
     }
 
-    /// Times: per calibration against this machine kind's, else as ratios to the point's
-    /// reference variant. Whether compared.
+    /// Times, by two detectors, either of which flags a regression: time per calibration
+    /// against this machine kind's (sees every variant slower, and a slower host is not a
+    /// regression), and the same-run ratio against the baseline's (a variant's time over its
+    /// point's reference variant's; the reference's over the median of the point's other
+    /// variants). Repetitions are interleaved, so the same-run ratio is blind to a run that is
+    /// slower throughout, which on a shared host now and then moves a whole run by 1.5x while
+    /// the calibration does not move. Whether compared.
     fn time(&mut self, e: &Entry, group: &Group) -> bool {
         let options = self.options;
         let median_now = median(&group.times()).unwrap_or(0.0);
@@ -731,52 +771,91 @@ impl Gate<'_> {
         let calibrated = then_kind.and_then(|t| {
             ratio_of_medians(&group.normalized(), &t.normalized, options.confidence).map(|i| (t, i))
         });
-        if let Some((t, i)) = calibrated {
-            self.coverage.timed += 1;
-            if i.lower > options.max_slowdown {
-                self.report.regressions.push(format!(
-                    "{}: {}x the baseline's time per calibration ({}, above the allowed {}x; median {} s -> {} s)",
-                    e.who,
-                    fmt_num(i.ratio),
-                    fmt_interval(&i),
-                    options.max_slowdown,
-                    fmt_num(t.median_wall_time_s),
-                    fmt_num(median_now)
+        let same_run = self.same_run_ratio(e, group);
+        if calibrated.is_none() && same_run.is_none() {
+            if e.variant == self.reference {
+                // Alone at its point (no other variant to compare with) and no calibrated
+                // times for this machine kind.
+                self.untimed_references += 1;
+            } else {
+                self.report.gaps.push(format!(
+                    "{}: no times to compare (neither calibrated times for this machine kind nor a same-run ratio to `{}`)",
+                    e.who, self.reference
                 ));
             }
-            return true;
-        }
-        if e.variant == self.reference {
-            // Its same-run ratio is 1 by definition: only a calibrated time sees it.
-            self.untimed_references += 1;
             return false;
         }
-        let relative: Vec<f64> = self
-            .reference_now
-            .get(e.key)
-            .filter(|r| **r > 0.0)
-            .map(|r| group.times().iter().map(|t| t / r).collect())
-            .unwrap_or_default();
-        let Some(i) = ratio_of_medians(&relative, &e.then.relative, options.confidence) else {
-            self.report.gaps.push(format!(
-                "{}: no times to compare (neither calibrated times for this machine kind nor a same-run ratio to `{}`)",
-                e.who, self.reference
-            ));
-            return false;
-        };
         self.coverage.timed += 1;
-        self.coverage.timed_by_ratio += 1;
-        if i.lower > options.max_slowdown {
-            self.report.regressions.push(format!(
-                "{}: {}x slower relative to `{}` than in the baseline ({}, above the allowed {}x)",
-                e.who,
+        if calibrated.is_none() {
+            self.coverage.timed_by_ratio += 1;
+        }
+        let mut found = Vec::new();
+        if let Some((_, i)) = calibrated
+            .as_ref()
+            .filter(|(_, i)| i.lower > options.max_slowdown)
+        {
+            found.push(format!(
+                "{}x the baseline's time per calibration ({})",
                 fmt_num(i.ratio),
-                self.reference,
-                fmt_interval(&i),
+                fmt_interval(i)
+            ));
+        }
+        if let Some((anchor, i)) = same_run.filter(|(_, i)| i.lower > options.max_slowdown) {
+            found.push(format!(
+                "{}x slower relative to {anchor} than in the baseline ({})",
+                fmt_num(i.ratio),
+                fmt_interval(&i)
+            ));
+        }
+        if !found.is_empty() {
+            let medians = calibrated
+                .map(|(t, _)| {
+                    format!(
+                        "; median {} s -> {} s",
+                        fmt_num(t.median_wall_time_s),
+                        fmt_num(median_now)
+                    )
+                })
+                .unwrap_or_default();
+            self.report.regressions.push(format!(
+                "{}: {} (above the allowed {}x{medians})",
+                e.who,
+                found.join("; "),
                 options.max_slowdown
             ));
         }
         true
+    }
+
+    /// The entry's same-run ratio now against the baseline's, and what it is relative to;
+    /// `None` when the point has nothing to compare with.
+    fn same_run_ratio(&self, e: &Entry, group: &Group) -> Option<(String, RatioInterval)> {
+        let confidence = self.options.confidence;
+        let per = |times: Vec<f64>, by: f64| -> Vec<f64> {
+            if by > 0.0 {
+                times.iter().map(|t| t / by).collect()
+            } else {
+                Vec::new()
+            }
+        };
+        if e.variant != self.reference {
+            let reference_now = *self.reference_now.get(e.key)?;
+            let i = ratio_of_medians(
+                &per(group.times(), reference_now),
+                &e.then.relative,
+                confidence,
+            )?;
+            return Some((format!("`{}`", self.reference), i));
+        }
+        // The baseline keeps the reference's times over its own median; the others' medians
+        // are kept in the same unit (their `relative`).
+        let (others_now, others_then) = *self.others.get(e.key)?;
+        let i = ratio_of_medians(
+            &per(group.times(), others_now),
+            &per(e.then.relative.clone(), others_then),
+            confidence,
+        )?;
+        Some(("the median of the point's other variants".to_string(), i))
     }
 
     /// The report, with the notes that sum up the comparison (`extra`: entries of the run
@@ -789,7 +868,7 @@ impl Gate<'_> {
         }
         if self.untimed_references > 0 {
             self.report.notes.push(format!(
-                "{} entries of the reference variant `{}` not timed: without calibrated times for this machine kind only same-run ratios are compared, and a reference's is 1 by definition",
+                "{} entries of the reference variant `{}` not timed: without calibrated times for this machine kind only same-run ratios are compared, and their points have no other variant",
                 self.untimed_references, self.reference
             ));
         }
@@ -979,6 +1058,31 @@ mod tests {
     }
 
     #[test]
+    fn one_variant_slower_is_seen_when_the_baseline_run_was_slow_throughout() {
+        // The baseline's run was 1.5x slower throughout with its calibration unmoved (as a
+        // shared host now and then gives): per calibration, 2x reads as 1.33x; the same-run
+        // ratio sees the 2x.
+        let slow_baseline = make_baseline(&rows(1.5, 0.15, 0.01), &config(), &machine(KIND));
+        let r = report(&rows(1.0, 0.2, 0.01), &slow_baseline, KIND);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(
+            r.regressions
+                .iter()
+                .all(|x| x.contains("`fast`") && x.contains("relative to `slow`")),
+            "{r}"
+        );
+        let r = report(&rows(2.0, 0.1, 0.01), &slow_baseline, KIND);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(
+            r.regressions
+                .iter()
+                .all(|x| x.contains("`slow`") && x.contains("other variants")),
+            "{r}"
+        );
+        assert!(report(&rows(1.0, 0.1, 0.01), &slow_baseline, KIND).passed());
+    }
+
+    #[test]
     fn a_slower_host_is_not_a_regression() {
         // Everything 3x slower, the calibration too.
         let r = report(&rows(3.0, 0.3, 0.03), &baseline(), KIND);
@@ -994,7 +1098,11 @@ mod tests {
             r.notes.iter().any(|n| n.contains("no times for this kind")),
             "{r}"
         );
-        assert_eq!(r.coverage.timed_by_ratio, 2);
+        // The reference is compared with the other variant of its point.
+        assert_eq!(r.coverage.timed_by_ratio, 4);
+        let r = report(&rows(2.0, 0.1, 0.01), &baseline(), other);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(r.regressions.iter().all(|x| x.contains("`slow`")), "{r}");
         // Everything 10x slower cannot be seen by ratios; the counters still gate the entries.
         let r = report(&rows(10.0, 1.0, 0.01), &baseline(), other);
         assert!(r.passed(), "{r}");
