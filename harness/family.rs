@@ -188,6 +188,9 @@ pub trait Family: Send + Sync {
     /// regression gate compares them exactly. A name ending in `*` stands for every metric it
     /// begins, one starting with `*` every metric it ends.
     fn exact_metrics(&self) -> &'static [&'static str];
+    /// Whether the variants compute the same numbers, so their outputs can be compared for
+    /// equivalence (false where the outputs are quality figures of stochastic training).
+    fn outputs_agree(&self) -> bool;
     /// Why `value` cannot be parameter `key`'s (`None`: the family has no parameter `key`).
     fn check_value(&self, key: &str, value: &Value) -> Option<Result<(), String>>;
     /// The typed form of a point whose every value passed [`Family::check_value`], or what is
@@ -243,6 +246,10 @@ pub trait TypedFamily: Send + Sync {
     /// See [`Family::exact_metrics`].
     fn exact_metrics(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// See [`Family::outputs_agree`].
+    fn outputs_agree(&self) -> bool {
+        true
     }
     /// What is wrong with a point's parameters taken together, for these variants (sizes of
     /// zero, grids that cannot be formed). Runs for every point before anything runs.
@@ -317,6 +324,9 @@ impl<F: TypedFamily> Family for F {
     }
     fn exact_metrics(&self) -> &'static [&'static str] {
         TypedFamily::exact_metrics(self)
+    }
+    fn outputs_agree(&self) -> bool {
+        TypedFamily::outputs_agree(self)
     }
     fn check_value(&self, key: &str, value: &Value) -> Option<Result<(), String>> {
         <F::Point as crate::families::params::PointParams>::check_value(key, value)

@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use parbench::analysis::{check, claims};
 use parbench::exec::machine;
 use parbench::exec::runner::{self, ProgressMode};
-use parbench::experiment::plan;
+use parbench::experiment::{compare, plan};
 use parbench::families::fusedmm::cli as fusedmm_cmd;
 use parbench::families::lda::cli as lda_cmd;
 use parbench::families::sinkhorn::cli as wmd_cmd;
@@ -34,6 +34,8 @@ parallel machine-learning kernels, checks that the variants agree numerically, r
 metadata (results/), draws the figures and evaluates the papers' claims.\n\n\
 Quick start:  parbench reproduce --quick     (CI-sized runs of every experiment)\n\
               parbench list                  (families, variants, experiments)\n\
+              parbench compare sinkhorn --variants fused-par,doc-major --sweep threads=1,2\n\
+                                             (a head-to-head without writing YAML)\n\
               parbench info                  (this machine's bandwidth and FMA limits)"
 )]
 struct Cli {
@@ -77,6 +79,8 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "experiments")]
         experiments: PathBuf,
     },
+    // No doc comment: it would replace the about/long_about that `CompareArgs` carries.
+    Compare(compare::CompareArgs),
     /// Redraw the figures of a run (or of every run under a reproduce directory) from stored results.
     Plot {
         run_dir: PathBuf,
@@ -91,8 +95,9 @@ sent, flops, model bytes, tokens) must not change; instruction counts (in runs m
 count`) may grow by at most --max-instruction-growth; times, divided by a calibration timed before each \
 point's runs, must not grow: a regression is a bootstrap interval of the ratio of medians (now / baseline) whose \
 lower end is above --max-slowdown. Times are compared with the baseline's for this kind of machine (CPU \
-model, ISA extensions, CPUs); on a kind the baseline lacks, only as ratios to the point's reference \
-variant. Every baseline entry must be in the runs and long enough to time unless its experiment says \
+model, ISA extensions, CPUs), and, on any machine, as same-run ratios (a variant's time over its point's \
+reference variant's, the reference's over the median of the point's other variants), which a run slower \
+throughout does not move; on a kind the baseline lacks, only as same-run ratios. Every baseline entry must be in the runs and long enough to time unless its experiment says \
 why not (`gate: {untimed: ..., optional: ...}`).\n\n\
 Exit codes: 0 all gated and passed; 3 a claim failed; 4 a regression; 5 an entry not gated; 1 an error \
 (unreadable run or baseline).\n\n\
@@ -270,6 +275,18 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             out,
             experiments,
         } => reproduce(&wanted, quick, out, &experiments, data_dir.as_deref()),
+        Command::Compare(args) => {
+            let plan = compare::build_plan(&args, data_dir.as_deref())?;
+            let dir = args
+                .out
+                .clone()
+                .unwrap_or_else(|| timestamp_dir(&compare::experiment_name(&args.family)));
+            Ok(if compare::run(&args, &plan, &dir)? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_CLAIM_FAILED)
+            })
+        }
         Command::Plot { run_dir } => {
             for dir in run_dirs(&run_dir)? {
                 let run = results::load_run(&dir)?;

@@ -424,6 +424,17 @@ impl<'a> Validator<'a> {
         }
 
         if let Some(eq) = &config.equivalence {
+            if let Some(f) = family.filter(|f| !f.outputs_agree()) {
+                let at = self.at(&top("equivalence"));
+                self.push(
+                    at,
+                    format!(
+                        "the {} family's variants do not compute the same numbers (their outputs are quality figures of stochastic training), so `equivalence` cannot hold",
+                        f.name()
+                    ),
+                    Some("remove `equivalence`; compare quality metrics with `ratio` claims".to_string()),
+                );
+            }
             if !variants.contains(&eq.reference.as_str()) {
                 let at = self.at_token(
                     &[Seg::Key("equivalence"), Seg::Key("reference")],

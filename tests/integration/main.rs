@@ -3,6 +3,7 @@
 
 mod claims;
 mod cli_snapshots;
+mod compare;
 mod config_errors;
 mod executor;
 mod fusedmm_apps;

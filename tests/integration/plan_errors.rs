@@ -65,3 +65,31 @@ fn an_unknown_parameter_a_typo_in_a_swept_list_and_an_infeasible_grid_are_all_re
     assert!(!out_dir.exists(), "the run directory was created");
     assert!(!err.to_lowercase().contains("calibrat"), "{err}");
 }
+
+#[test]
+fn equivalence_on_a_family_whose_variants_differ_by_design_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("w2v.yaml");
+    std::fs::write(
+        &yaml,
+        "name: w2v_equivalence\npaper: mock\nreproduces: none\nfamily: word2vec\n\
+data: { source: synthetic, seed: 1 }\nvariants: [hogwild, gemm]\nrepetitions: 1\n\
+equivalence: { reference: hogwild, rel_tol: 1.0e-9 }\n",
+    )
+    .unwrap();
+    let out = parbench(&[
+        "run",
+        yaml.to_str().unwrap(),
+        "--out",
+        dir.path().join("run").to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("w2v.yaml:8:"), "{err}");
+    assert!(err.contains("do not compute the same numbers"), "{err}");
+    // The same file without `equivalence` is a valid plan: only that line was wrong.
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let ok = dir.path().join("ok.yaml");
+    std::fs::write(&ok, text.lines().take(7).collect::<Vec<_>>().join("\n")).unwrap();
+    assert!(parbench::experiment::plan::build(&ok, false, None).is_ok());
+}

@@ -237,6 +237,11 @@ impl TypedFamily for LdaFamily {
     fn exact_metrics(&self) -> &'static [&'static str] {
         &["tokens", "docs", "words"]
     }
+    // The output is the trained model's quality (log-likelihood, topic recovery): each variant
+    // draws its own samples.
+    fn outputs_agree(&self) -> bool {
+        false
+    }
     fn variants(&self) -> Vec<&'static str> {
         lda::variant_names()
     }

@@ -231,6 +231,11 @@ impl TypedFamily for Word2vecFamily {
             "exchange_words_max",
         ]
     }
+    // The output is a few quality figures of Hogwild training: no two variants (no two
+    // threaded runs) give the same model.
+    fn outputs_agree(&self) -> bool {
+        false
+    }
     fn variants(&self) -> Vec<&'static str> {
         let mut v = word2vec::variant_names();
         v.push(DISTRIBUTED);
