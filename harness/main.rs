@@ -81,6 +81,18 @@ enum Command {
     },
     // No doc comment: it would replace the about/long_about that `CompareArgs` carries.
     Compare(compare::CompareArgs),
+    /// Write the runs as one self-contained HTML page (claims, figures, tables, machine): to open, attach or publish.
+    Report {
+        /// Run directories, or reproduce directories holding several.
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        /// The page to write (default RUN_DIR/report.html for one directory).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Also show the regression gate's verdict against this baseline.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+    },
     /// Redraw the figures of a run (or of every run under a reproduce directory) from stored results.
     Plot {
         run_dir: PathBuf,
@@ -286,6 +298,33 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             } else {
                 ExitCode::from(EXIT_CLAIM_FAILED)
             })
+        }
+        Command::Report {
+            run_dirs: roots,
+            out,
+            baseline,
+        } => {
+            let out = match (out, &roots[..]) {
+                (Some(o), _) => o,
+                (None, [one]) => one.join(REPORT_HTML),
+                (None, _) => bail!("several directories given: name the page with --out FILE"),
+            };
+            let mut dirs = Vec::new();
+            for root in &roots {
+                dirs.extend(run_dirs(root)?);
+            }
+            let base = baseline.as_deref().map(check::Baseline::load).transpose()?;
+            let (n, ok) = parbench::analysis::report::write(&dirs, base.as_ref(), &out)?;
+            println!(
+                "report: {} ({n} run(s){})",
+                out.display(),
+                if ok {
+                    ""
+                } else {
+                    "; some claims or gate checks failed"
+                }
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::Plot { run_dir } => {
             for dir in run_dirs(&run_dir)? {
@@ -506,7 +545,11 @@ fn reproduce(
             }
         }
     }
+    let dirs: Vec<PathBuf> = plans.iter().map(|p| root.join(&p.config.name)).collect();
+    let page = root.join(REPORT_HTML);
+    parbench::analysis::report::write(&dirs, None, &page)?;
     println!("results: {}  figures: figures/", root.display());
+    println!("report: {} (open it in a browser)", page.display());
     Ok(if all_passed {
         ExitCode::SUCCESS
     } else {
@@ -515,6 +558,9 @@ fn reproduce(
 }
 
 /// The run directories under `dir`: itself if it holds a run, else its subdirectories that do.
+/// The page `parbench report` and `reproduce` write into a run or reproduce directory.
+const REPORT_HTML: &str = "report.html";
+
 fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     if dir.join(results::META_JSON).exists() {
         return Ok(vec![dir.to_path_buf()]);

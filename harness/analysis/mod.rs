@@ -4,3 +4,4 @@ pub mod check;
 pub mod claims;
 pub mod history;
 pub mod plot;
+pub mod report;

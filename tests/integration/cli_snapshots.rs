@@ -230,3 +230,64 @@ fn mask_times(value: &mut serde_json::Value) {
         _ => {}
     }
 }
+
+/// The page's structure: its sections, tables, rows and figures, each by tag and attributes
+/// (headings with their text), so a change in what the page shows appears in review; numbers,
+/// times and paths are left out.
+fn html_skeleton(html: &str) -> String {
+    const TAGS: [&str; 10] = [
+        "section", "nav", "figure", "table", "tr", "li", "dl", "h1", "h2", "h3",
+    ];
+    let mut out = Vec::new();
+    for piece in html.split('<').skip(1) {
+        let Some((open, after)) = piece.split_once('>') else {
+            continue;
+        };
+        let (tag, attrs) = open.split_once(' ').unwrap_or((open, ""));
+        if !TAGS.contains(&tag) {
+            continue;
+        }
+        let text = if tag.starts_with('h') {
+            after.trim()
+        } else {
+            ""
+        };
+        let attrs = attrs.trim();
+        let sep = if attrs.is_empty() { "" } else { " " };
+        out.push(format!("<{tag}{sep}{attrs}>{text}"));
+    }
+    out.join("\n")
+}
+
+#[test]
+fn the_report_page_shows_every_claim_figure_and_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    run_experiment(tmp.path(), EXPERIMENT);
+    let out = parbench_in(tmp.path(), &["report", "run"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("report: run/report.html"));
+    let html = std::fs::read_to_string(tmp.path().join("run/report.html")).unwrap();
+    // Self-contained: nothing to fetch.
+    for external in [
+        "<script", "<link", "<img", "src=", "url(", "http://", "https://",
+    ] {
+        let inside_svg = html.matches(external).count()
+            == html
+                .split("<svg")
+                .skip(1)
+                .map(|s| {
+                    s.split("</svg>")
+                        .next()
+                        .unwrap_or("")
+                        .matches(external)
+                        .count()
+                })
+                .sum::<usize>();
+        assert!(
+            inside_svg,
+            "the page refers to something outside itself: {external}"
+        );
+    }
+    assert!(html.contains("<svg"), "the figure is not inlined");
+    insta::assert_snapshot!("report_skeleton", html_skeleton(&html));
+}
