@@ -2,7 +2,7 @@
 //! algorithms to your own data.
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use parbench::analysis::{check, claims};
 use parbench::exec::machine;
 use parbench::exec::runner::{self, ProgressMode};
@@ -24,11 +24,19 @@ const EXIT_REGRESSION: u8 = 4;
 /// too short to time without an exemption).
 const EXIT_NOT_GATED: u8 = 5;
 
+/// `parbench --version`: the crate's version and the commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PARBENCH_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "parbench",
-    version,
-    about = "Reproduce and compare parallel ML kernels: Sinkhorn-WMD (and, as they land, FusedMM, word2vec, LDA)",
+    version = VERSION,
+    about = "Reproduce and compare parallel ML kernels: Sinkhorn-WMD, FusedMM, word2vec and LDA",
     long_about = "parbench runs YAML-described experiments that reproduce the figures and tables of five papers on \
 parallel machine-learning kernels, checks that the variants agree numerically, records tidy results with machine \
 metadata (results/), draws the figures and evaluates the papers' claims.\n\n\
@@ -78,6 +86,13 @@ enum Command {
         /// Where the experiment files are.
         #[arg(long, value_name = "DIR", default_value = "experiments")]
         experiments: PathBuf,
+        /// Show the regression gate's verdict against this baseline in the report page
+        /// (e.g. results/baselines/quick.json for a quick run).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// The gate's time threshold on the report page (see `parbench check --help`).
+        #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
+        max_slowdown: f64,
     },
     // No doc comment: it would replace the about/long_about that `CompareArgs` carries.
     Compare(compare::CompareArgs),
@@ -92,6 +107,9 @@ enum Command {
         /// Also show the regression gate's verdict against this baseline.
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
+        /// The gate's time threshold (see `parbench check --help`).
+        #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
+        max_slowdown: f64,
     },
     /// Redraw the figures of a run (or of every run under a reproduce directory) from stored results.
     Plot {
@@ -142,6 +160,9 @@ machines' times."
         /// Entries whose median time is shorter are not timed (and fail unless exempt).
         #[arg(long, default_value_t = check::DEFAULT_MIN_TIME_S)]
         min_time: f64,
+        /// Print the verdicts as JSON (per run: claims, regressions, gaps, notes, coverage).
+        #[arg(long)]
+        json: bool,
     },
     /// The regression gate's deterministic tier: run the gate workloads with each run's
     /// instructions counted under valgrind's callgrind.
@@ -151,6 +172,9 @@ machines' times."
     List {
         #[arg(long, value_name = "DIR", default_value = "experiments")]
         experiments: PathBuf,
+        /// Print JSON (families with variants, parameters and datasets; experiment files).
+        #[arg(long)]
+        json: bool,
     },
     /// Machine metadata and measured limits: STREAM-triad bandwidth and peak FMA throughput.
     Info {
@@ -173,6 +197,18 @@ machines' times."
     /// word2vec on your corpus: train, evaluate, nearest neighbours.
     #[command(subcommand)]
     W2v(w2v_cmd::W2vCommand),
+    /// Shell completions (bash, zsh, fish, elvish, powershell) on stdout, e.g.
+    /// `parbench completions bash > ~/.local/share/bash-completion/completions/parbench`.
+    Completions {
+        shell: clap_complete::Shell,
+    },
+    /// Man pages generated from the same definitions as --help: OUT/parbench.1 and one
+    /// parbench-COMMAND.1 per command (view one with `man -l OUT/parbench.1`).
+    Man {
+        /// Directory to write the pages into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// (internal) One point of an experiment on every process of an MPI job; the harness starts
     /// it through the experiment's `launcher` for `backend: mpi` points.
     #[command(hide = true)]
@@ -286,7 +322,20 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             quick,
             out,
             experiments,
-        } => reproduce(&wanted, quick, out, &experiments, data_dir.as_deref()),
+            baseline,
+            max_slowdown,
+        } => reproduce(
+            &wanted,
+            quick,
+            out,
+            &experiments,
+            baseline.as_deref(),
+            &check::CheckOptions {
+                max_slowdown,
+                ..check::CheckOptions::default()
+            },
+            data_dir.as_deref(),
+        ),
         Command::Compare(args) => {
             let plan = compare::build_plan(&args, data_dir.as_deref())?;
             let dir = args
@@ -303,7 +352,12 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             run_dirs: roots,
             out,
             baseline,
+            max_slowdown,
         } => {
+            let options = check::CheckOptions {
+                max_slowdown,
+                ..check::CheckOptions::default()
+            };
             let out = match (out, &roots[..]) {
                 (Some(o), _) => o,
                 (None, [one]) => one.join(REPORT_HTML),
@@ -314,7 +368,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
                 dirs.extend(run_dirs(root)?);
             }
             let base = baseline.as_deref().map(check::Baseline::load).transpose()?;
-            let (n, ok) = parbench::analysis::report::write(&dirs, base.as_ref(), &out)?;
+            let (n, ok) = parbench::analysis::report::write(&dirs, base.as_ref(), &options, &out)?;
             println!(
                 "report: {} ({n} run(s){})",
                 out.display(),
@@ -324,6 +378,20 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
                     "; some claims or gate checks failed"
                 }
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "parbench",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { out } => {
+            let n = write_man_pages(&out)?;
+            println!("{n} man pages in {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Plot { run_dir } => {
@@ -348,6 +416,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             confidence,
             max_instruction_growth,
             min_time,
+            json,
         } => {
             let options = check::CheckOptions {
                 max_slowdown,
@@ -366,6 +435,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
                 baseline.as_deref(),
                 write_baseline.as_deref(),
                 &options,
+                json,
             )
         }
         Command::Gate(GateCommand::Count {
@@ -387,8 +457,15 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(EXIT_CLAIM_FAILED)
             },
         ),
-        Command::List { experiments } => {
-            list(&experiments);
+        Command::List { experiments, json } => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&list_json(&experiments))?
+                );
+            } else {
+                list(&experiments);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Info { quick, json } => {
@@ -463,8 +540,12 @@ fn reproduce(
     quick: bool,
     out: Option<PathBuf>,
     experiments: &Path,
+    baseline: Option<&Path>,
+    gate_options: &check::CheckOptions,
     data_dir: Option<&Path>,
 ) -> Result<ExitCode> {
+    // Read before anything runs: a bad path fails now, not after the last experiment.
+    let baseline = baseline.map(check::Baseline::load).transpose()?;
     for w in wanted {
         if families::find(w).is_none() {
             let names: Vec<&str> = families::registry().iter().map(|f| f.name()).collect();
@@ -518,14 +599,24 @@ fn reproduce(
         })
     });
     let mut all_passed = true;
+    // Earlier runs of the same size under the results folder tell how long the rest will take.
+    let recorded = parbench::exec::eta::recorded_durations(
+        root.parent().unwrap_or(Path::new("results")),
+        quick,
+    );
     for (i, plan) in plans.iter().enumerate() {
+        let left: Vec<&str> = plans[i..].iter().map(|p| p.config.name.as_str()).collect();
+        let eta = parbench::exec::eta::estimate(&left, &recorded)
+            .map(|(s, known)| format!("; {}", parbench::exec::eta::describe(s, known, left.len())))
+            .unwrap_or_default();
         eprintln!(
-            "[{}/{}] {} ({} of {})",
+            "[{}/{}] {} ({} of {}; {} points{eta})",
             i + 1,
             plans.len(),
             plan.config.name,
             plan.config.reproduces,
-            plan.config.paper
+            plan.config.paper,
+            plan.points.len()
         );
         let dir = root.join(&plan.config.name);
         let resuming = dir.join(results::RESULTS_PARQUET).exists();
@@ -547,7 +638,7 @@ fn reproduce(
     }
     let dirs: Vec<PathBuf> = plans.iter().map(|p| root.join(&p.config.name)).collect();
     let page = root.join(REPORT_HTML);
-    parbench::analysis::report::write(&dirs, None, &page)?;
+    parbench::analysis::report::write(&dirs, baseline.as_ref(), gate_options, &page)?;
     println!("results: {}  figures: figures/", root.display());
     println!("report: {} (open it in a browser)", page.display());
     Ok(if all_passed {
@@ -587,6 +678,7 @@ fn check_runs(
     baseline: Option<&Path>,
     write_baseline: Option<&Path>,
     options: &check::CheckOptions,
+    json: bool,
 ) -> Result<ExitCode> {
     // Runs of one experiment (from several roots) are pooled, counted runs (valgrind's, whose
     // times mean nothing) apart from timed ones.
@@ -630,6 +722,8 @@ fn check_runs(
         None => None,
     };
     let (mut claims_ok, mut perf_ok, mut gated_ok) = (true, true, true);
+    // With --json, everything printed goes into one document at the end.
+    let (mut json_runs, mut json_notes, mut json_gaps) = (Vec::new(), Vec::new(), Vec::new());
     let mut coverage = check::Coverage::default();
     for run in &runs {
         let report = check::check(
@@ -641,19 +735,33 @@ fn check_runs(
             base.as_ref(),
             options,
         );
-        println!("== {} ({}) ==", run.config.name, run.dir.display());
-        print_claims(&report.claims);
-        for r in &report.regressions {
-            println!("  REGRESSION: {r}");
-        }
-        for g in &report.gaps {
-            println!("  NOT GATED: {g}");
-        }
-        for n in &report.notes {
-            println!("  note: {n}");
-        }
-        if base.is_some() {
-            println!("  {}", report.coverage);
+        if json {
+            json_runs.push(serde_json::json!({
+                "experiment": run.config.name,
+                "dir": run.dir.display().to_string(),
+                "claims": report.claims.iter().map(|c| serde_json::json!({
+                    "name": c.name, "passed": c.passed, "detail": c.detail,
+                })).collect::<Vec<_>>(),
+                "regressions": report.regressions,
+                "not_gated": report.gaps,
+                "notes": report.notes,
+                "coverage": base.is_some().then(|| coverage_json(&report.coverage)),
+            }));
+        } else {
+            println!("== {} ({}) ==", run.config.name, run.dir.display());
+            print_claims(&report.claims);
+            for r in &report.regressions {
+                println!("  REGRESSION: {r}");
+            }
+            for g in &report.gaps {
+                println!("  NOT GATED: {g}");
+            }
+            for n in &report.notes {
+                println!("  note: {n}");
+            }
+            if base.is_some() {
+                println!("  {}", report.coverage);
+            }
         }
         coverage.add(&report.coverage);
         claims_ok &= report.claims_passed();
@@ -666,9 +774,14 @@ fn check_runs(
                 continue;
             }
             match check::missing_experiment(base, name) {
+                Some(Ok(note)) if json => json_notes.push(note),
                 Some(Ok(note)) => println!("note: {note}"),
                 Some(Err(gap)) => {
-                    println!("NOT GATED: {gap}");
+                    if json {
+                        json_gaps.push(gap);
+                    } else {
+                        println!("NOT GATED: {gap}");
+                    }
                     let entries: usize = base.experiments[name]
                         .points
                         .values()
@@ -680,21 +793,52 @@ fn check_runs(
                 None => {}
             }
         }
-        println!(
-            "gate: {coverage}; time regression when the {}% interval's lower end exceeds {}x, instructions +{}%, counters exact",
-            claims::fmt_num(100.0 * options.confidence),
-            options.max_slowdown,
-            claims::fmt_num(100.0 * options.max_instruction_growth)
-        );
+        if !json {
+            println!(
+                "gate: {coverage}; time regression when the {}% interval's lower end exceeds {}x, instructions +{}%, counters exact",
+                claims::fmt_num(100.0 * options.confidence),
+                options.max_slowdown,
+                claims::fmt_num(100.0 * options.max_instruction_growth)
+            );
+        }
     }
-    Ok(if !claims_ok {
-        ExitCode::from(EXIT_CLAIM_FAILED)
+    let code = if !claims_ok {
+        EXIT_CLAIM_FAILED
     } else if !perf_ok {
-        ExitCode::from(EXIT_REGRESSION)
+        EXIT_REGRESSION
     } else if !gated_ok {
-        ExitCode::from(EXIT_NOT_GATED)
+        EXIT_NOT_GATED
     } else {
-        ExitCode::SUCCESS
+        0
+    };
+    if json {
+        let doc = serde_json::json!({
+            "runs": json_runs,
+            "not_gated": json_gaps,
+            "notes": json_notes,
+            "coverage": base.is_some().then(|| coverage_json(&coverage)),
+            "thresholds": {
+                "max_slowdown": options.max_slowdown,
+                "confidence": options.confidence,
+                "max_instruction_growth": options.max_instruction_growth,
+                "min_time_s": options.min_time_s,
+            },
+            "exit_code": code,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    Ok(ExitCode::from(code))
+}
+
+/// A coverage count as `check --json` prints it.
+fn coverage_json(c: &check::Coverage) -> serde_json::Value {
+    serde_json::json!({
+        "entries": c.entries,
+        "gated": c.gated,
+        "timed": c.timed,
+        "timed_by_same_run_ratio_only": c.timed_by_ratio,
+        "exact_counters": c.counted,
+        "instructions": c.instructions,
     })
 }
 
@@ -707,6 +851,69 @@ fn print_claims(outcomes: &[claims::ClaimOutcome]) {
             c.detail
         );
     }
+}
+
+/// Writes parbench.1 and parbench-COMMAND.1 for every visible command into `dir`; how many.
+fn write_man_pages(dir: &Path) -> Result<usize> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let root = Cli::command().version(VERSION);
+    let mut pages = vec![("parbench".to_string(), root.clone())];
+    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("parbench-{}", sub.get_name());
+        pages.push((name.clone(), sub.clone().name(name).version(VERSION)));
+    }
+    for (name, cmd) in &pages {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
+        results::write_atomic(&dir.join(format!("{name}.1")), &page)?;
+    }
+    Ok(pages.len())
+}
+
+/// What `list` prints, as JSON.
+fn list_json(experiments: &Path) -> serde_json::Value {
+    let families: Vec<serde_json::Value> = families::registry()
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "name": f.name(),
+                "variants": f.variants(),
+                "outputs_agree": f.outputs_agree(),
+                "parameters": f.params().iter().map(|p| serde_json::json!({
+                    "name": p.name,
+                    "kind": p.kind,
+                    "choices": p.choices,
+                    "default": p.default,
+                    "help": p.help,
+                })).collect::<Vec<_>>(),
+                "datasets": f.datasets().iter().map(|(file, what)| serde_json::json!({
+                    "file": file, "what": what,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let files: Vec<serde_json::Value> = match experiment_files(experiments) {
+        Ok(files) => files
+            .iter()
+            .map(
+                |file| match parbench::experiment::config::load(file, false) {
+                    Ok(c) => serde_json::json!({
+                        "file": file.display().to_string(),
+                        "name": c.name,
+                        "family": c.family,
+                        "reproduces": c.reproduces,
+                        "description": c.description,
+                    }),
+                    Err(e) => serde_json::json!({
+                        "file": file.display().to_string(),
+                        "error": e.to_string(),
+                    }),
+                },
+            )
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    serde_json::json!({ "families": families, "experiments": files })
 }
 
 fn list(experiments: &Path) {

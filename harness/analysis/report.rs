@@ -34,8 +34,9 @@ pub struct ReportRun {
     pub figures: Vec<(String, String, String)>,
 }
 
-/// Loads the run in `dir` and evaluates what the page shows; `baseline` adds the gate.
-pub fn load(dir: &Path, baseline: Option<&Baseline>) -> Result<ReportRun> {
+/// Loads the run in `dir` and evaluates what the page shows; `baseline` adds the gate, with
+/// `options`' thresholds.
+pub fn load(dir: &Path, baseline: Option<&Baseline>, options: &CheckOptions) -> Result<ReportRun> {
     let mut run = results::load_run(dir)?;
     let meta = results::read_meta(dir)?;
     check::use_run_calibration(&mut run.rows);
@@ -46,7 +47,7 @@ pub fn load(dir: &Path, baseline: Option<&Baseline>) -> Result<ReportRun> {
             machine: &run.machine,
         },
         baseline,
-        &CheckOptions::default(),
+        options,
     );
     let claims = report.claims.clone();
     let figures_dir = results::figures_dir(dir);
@@ -437,16 +438,19 @@ fn provenance(h: &mut String, r: &ReportRun) {
     h.push_str("</dl>\n");
 }
 
-/// Writes the page of the runs under `roots` (run directories, or directories holding
-/// several) to `out`; returns how many runs it shows and whether every claim passed.
+/// Writes the page of the runs in `run_dirs` to `out`; returns how many runs it shows and
+/// whether every claim (and gate check) passed.
 pub fn write(
     run_dirs: &[PathBuf],
     baseline: Option<&Baseline>,
+    options: &CheckOptions,
     out: &Path,
 ) -> Result<(usize, bool)> {
     let mut runs = Vec::new();
     for dir in run_dirs {
-        runs.push(load(dir, baseline).with_context(|| format!("reporting {}", dir.display()))?);
+        runs.push(
+            load(dir, baseline, options).with_context(|| format!("reporting {}", dir.display()))?,
+        );
     }
     let html = render(&runs, &results::now_rfc3339());
     results::write_atomic(out, html.as_bytes())?;

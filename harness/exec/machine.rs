@@ -538,6 +538,30 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// Seconds since the Unix epoch of a timestamp [`rfc3339_from_unix`] wrote
+/// (`YYYY-MM-DDTHH:MM:SSZ`); `None` for any other text.
+pub fn unix_from_rfc3339(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'Z' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, m, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    // Inverse of `civil_from_days`: the day count of a date, years starting on 1 March.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y.rem_euclid(400);
+    let month_index = (month + 9) % 12; // 0 = March
+    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    u64::try_from(days * 86_400 + h * 3600 + m * 60 + s).ok()
+}
+
 /// Prints the machine record as a two-column table (for `parbench info`).
 pub fn print_info(info: &MachineInfo) {
     print!("{}", format_info(info));
@@ -633,6 +657,29 @@ mod tests {
         // 2024-12-31T23:59:59, the last second of a leap year.
         assert_eq!(rfc3339_from_unix(1_735_689_599), "2024-12-31T23:59:59Z");
         assert_eq!(rfc3339_from_unix(1_735_689_600), "2025-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn rfc3339_reads_back_what_it_wrote() {
+        for secs in [
+            0u64,
+            951_782_400,
+            1_700_000_000,
+            1_764_094_960,
+            4_102_444_799,
+        ] {
+            assert_eq!(unix_from_rfc3339(&rfc3339_from_unix(secs)), Some(secs));
+        }
+        assert_eq!(unix_from_rfc3339("2000-02-29T00:00:00Z"), Some(951_782_400));
+        for bad in [
+            "",
+            "2026-11-25",
+            "2026-13-01T00:00:00Z",
+            "2026-11-25T17:42:40",
+            "x026-11-25T17:42:40Z",
+        ] {
+            assert_eq!(unix_from_rfc3339(bad), None, "{bad}");
+        }
     }
 
     #[test]

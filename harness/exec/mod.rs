@@ -4,6 +4,7 @@
 pub mod calibration;
 pub mod callgrind;
 pub mod drill;
+pub mod eta;
 pub mod executor;
 pub mod gate;
 pub mod launch;

@@ -2,6 +2,7 @@
 //! otherwise link its own copy of polars and plotters (hundreds of MB apiece in a debug build).
 
 mod claims;
+mod cli_conventions;
 mod cli_snapshots;
 mod compare;
 mod config_errors;
