@@ -5,3 +5,4 @@ pub mod claims;
 pub mod history;
 pub mod plot;
 pub mod report;
+pub mod summary;

@@ -18,7 +18,6 @@ use crate::exec::machine::Limits;
 use crate::experiment::plan::threads_of;
 use crate::family::ResultRow;
 use crate::results::{self, RunMeta, StoredRun};
-use crate::util::stats::median;
 use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -323,51 +322,29 @@ fn section(h: &mut String, r: &ReportRun) {
 /// threads (the one-thread peak times the threads, up to the all-threads figure).
 fn results_table(h: &mut String, rows: &[ResultRow], limits: &Limits) {
     h.push_str("<table class=\"results\">\n<tr><th>point</th><th>variant</th><th>runs</th><th>median s</th><th>min-max s</th><th>GFLOP/s</th><th title=\"GFLOP/s over this machine's measured f64 FMA peak at the point's threads\">% of FMA peak</th><th>rel err</th></tr>\n");
-    let mut keys: Vec<(usize, &str)> = rows.iter().map(|r| (r.point, r.variant.as_str())).collect();
-    keys.sort();
-    keys.dedup();
-    for (point, variant) in keys {
-        let sel: Vec<&ResultRow> = rows
-            .iter()
-            .filter(|r| r.point == point && r.variant == variant)
-            .collect();
-        let times: Vec<f64> = sel.iter().map(|r| r.wall_time_s).collect();
-        let lo = times.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = times.iter().copied().fold(0.0, f64::max);
-        let gflops = median(
-            &sel.iter()
-                .filter_map(|r| r.metrics.get("gflop_per_s").copied())
-                .collect::<Vec<_>>(),
-        );
-        let threads = threads_of(&sel[0].params);
+    for v in crate::analysis::summary::summarize(rows) {
+        let threads = threads_of(&v.params);
         let peak = if threads >= limits.threads_all.max(1) {
             limits.fma_gflop_per_s_all
         } else {
             limits.fma_gflop_per_s_1t * threads as f64
         };
-        let share = gflops
+        let share = v
+            .gflop_per_s
             .filter(|_| peak > 0.0)
             .map_or("-".to_string(), |g| format!("{:.1}", 100.0 * g / peak));
-        let err = sel
-            .iter()
-            .filter_map(|r| r.equiv_rel_error)
-            .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
-        let point_text: Vec<String> = sel[0]
-            .params
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let point_text: Vec<String> = v.params.iter().map(|(k, x)| format!("{k}={x}")).collect();
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.6}</td><td class=\"num\">{:.4}-{:.4}</td><td class=\"num\">{}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>",
             escape(&point_text.join(" ")),
-            escape(variant),
-            times.len(),
-            median(&times).unwrap_or(f64::NAN),
-            lo,
-            hi,
-            gflops.map_or("-".to_string(), |g| format!("{g:.2}")),
-            err.map_or("-".to_string(), |e| format!("{e:.1e}"))
+            escape(&v.variant),
+            v.times.len(),
+            v.median_s,
+            v.min_s,
+            v.max_s,
+            v.gflop_per_s.map_or("-".to_string(), |g| format!("{g:.2}")),
+            v.max_rel_error.map_or("-".to_string(), |e| format!("{e:.1e}"))
         );
     }
     h.push_str("</table>\n");

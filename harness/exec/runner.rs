@@ -318,40 +318,17 @@ pub fn summary_table(name: &str, rows: &[ResultRow], claims: &[ClaimOutcome]) ->
         "{:<48} {:<12} {:>12} {:>12} {:>10} {:>10}",
         "point", "variant", "median s", "min-max s", "GFLOP/s", "rel err"
     );
-    let mut keys: Vec<(usize, String)> =
-        rows.iter().map(|r| (r.point, r.variant.clone())).collect();
-    keys.sort();
-    keys.dedup();
-    for (point, variant) in keys {
-        let sel: Vec<&ResultRow> = rows
-            .iter()
-            .filter(|r| r.point == point && r.variant == variant)
-            .collect();
-        let times: Vec<f64> = sel.iter().map(|r| r.wall_time_s).collect();
-        let lo = times.iter().cloned().fold(f64::INFINITY, f64::min);
-        let hi = times.iter().cloned().fold(0.0, f64::max);
-        let gf: Vec<f64> = sel
-            .iter()
-            .filter_map(|r| r.metrics.get("gflop_per_s").copied())
-            .collect();
-        let err = sel
-            .iter()
-            .filter_map(|r| r.equiv_rel_error)
-            .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
-        let label = describe(&sel[0].params);
+    for v in crate::analysis::summary::summarize(rows) {
         let _ = writeln!(
             s,
             "{:<48} {:<12} {:>12.6} {:>12} {:>10} {:>10}",
-            truncate(&label, 48),
-            variant,
-            median(&times).unwrap_or(f64::NAN),
-            format!("{:.4}-{:.4}", lo, hi),
-            if gf.is_empty() {
-                "-".to_string()
-            } else {
-                format!("{:.2}", median(&gf).unwrap_or(f64::NAN))
-            },
-            err.map_or("-".to_string(), |e| format!("{e:.1e}")),
+            truncate(&describe(&v.params), 48),
+            v.variant,
+            v.median_s,
+            format!("{:.4}-{:.4}", v.min_s, v.max_s),
+            v.gflop_per_s.map_or("-".to_string(), |g| format!("{g:.2}")),
+            v.max_rel_error
+                .map_or("-".to_string(), |e| format!("{e:.1e}")),
         );
     }
     if !claims.is_empty() {

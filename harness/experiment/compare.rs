@@ -10,7 +10,7 @@ use crate::exec::runner;
 use crate::experiment::plan::{self, Plan, PlanError};
 use crate::families;
 use crate::family::ResultRow;
-use crate::util::stats::{median, ratio_of_medians};
+use crate::util::stats::ratio_of_medians;
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -294,50 +294,35 @@ pub fn lines(
     swept: &[String],
     confidence: f64,
 ) -> Vec<Line> {
-    let mut points: Vec<usize> = rows.iter().map(|r| r.point).collect();
-    points.sort_unstable();
-    points.dedup();
+    let all = crate::analysis::summary::summarize(rows);
     let mut out = Vec::new();
-    for point in points {
-        let at: Vec<&ResultRow> = rows.iter().filter(|r| r.point == point).collect();
-        let times = |v: &str| -> Vec<f64> {
-            at.iter()
-                .filter(|r| r.variant == v)
-                .map(|r| r.wall_time_s)
-                .collect()
-        };
-        let first = variants.first().map(|v| times(v)).unwrap_or_default();
+    for first in all.iter().filter(|v| Some(&v.variant) == variants.first()) {
+        // The point's summaries in the order the variants were named.
         for variant in variants {
-            let sel: Vec<&&ResultRow> = at.iter().filter(|r| &r.variant == variant).collect();
-            let Some(row) = sel.first() else { continue };
-            let t = times(variant);
-            let label = row
-                .params
+            let Some(v) = all
                 .iter()
-                .filter(|(k, _)| swept.is_empty() || swept.contains(k))
-                .map(|(k, v)| (k.clone(), v.to_string()))
-                .collect();
-            let gflops: Vec<f64> = sel
-                .iter()
-                .filter_map(|r| r.metrics.get("gflop_per_s").copied())
-                .collect();
-            let interval = ratio_of_medians(&t, &first, confidence);
-            let rel_error = sel
-                .iter()
-                .filter_map(|r| r.equiv_rel_error)
-                .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+                .find(|v| v.point == first.point && &v.variant == variant)
+            else {
+                continue;
+            };
+            let interval = ratio_of_medians(&v.times, &first.times, confidence);
             out.push(Line {
-                point: label,
-                variant: variant.clone(),
-                repetitions: t.len(),
-                median_s: median(&t).unwrap_or(f64::NAN),
-                min_s: t.iter().copied().fold(f64::INFINITY, f64::min),
-                max_s: t.iter().copied().fold(0.0, f64::max),
-                gflop_per_s: median(&gflops),
+                point: v
+                    .params
+                    .iter()
+                    .filter(|(k, _)| swept.is_empty() || swept.contains(k))
+                    .map(|(k, x)| (k.clone(), x.to_string()))
+                    .collect(),
+                variant: v.variant.clone(),
+                repetitions: v.times.len(),
+                median_s: v.median_s,
+                min_s: v.min_s,
+                max_s: v.max_s,
+                gflop_per_s: v.gflop_per_s,
                 ratio: interval.as_ref().map(|i| i.ratio),
                 ratio_lower: interval.as_ref().map(|i| i.lower),
                 ratio_upper: interval.as_ref().map(|i| i.upper),
-                rel_error,
+                rel_error: v.max_rel_error,
             });
         }
     }
