@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 const WIDTH: u32 = 1024;
 const HEIGHT: u32 = 640;
 const FONT: &str = "sans-serif";
+/// Pixels under the plot for the machine footnote.
+const FOOTNOTE_HEIGHT: i32 = 22;
 /// A line with more points than this is drawn without markers.
 const MAX_MARKERS: usize = 60;
 
@@ -58,11 +60,12 @@ pub fn plot_all(
     figs: &[FigureConfig],
     rows: &[ResultRow],
     out_dir: &Path,
+    footnote: &str,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     let mut failures = Vec::new();
     for fig in figs {
-        match plot_figure(fig, rows, out_dir) {
+        match plot_figure(fig, rows, out_dir, footnote) {
             Ok(paths) => written.extend(paths),
             Err(err) => failures.push(format!("{err:#}")),
         }
@@ -90,14 +93,17 @@ pub fn draw_run_figures(
     let dir = crate::results::figures_dir(run_dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut out = Vec::new();
+    let footnote = crate::results::read_meta(run_dir)
+        .map(|meta| machine_footnote(&meta))
+        .unwrap_or_default();
     // Read once, and only when a figure needs it.
     let mut traces: Option<anyhow::Result<Vec<TraceRow>>> = None;
     for fig in figs {
         let drawn = match fig.kind {
-            FigureKind::Results => plot_figure(fig, rows, &dir),
+            FigureKind::Results => plot_figure(fig, rows, &dir, &footnote),
             FigureKind::Trace => {
                 match traces.get_or_insert_with(|| crate::results::read_traces(run_dir)) {
-                    Ok(traces) => plot_trace_figure(fig, traces, &dir),
+                    Ok(traces) => plot_trace_figure(fig, traces, &dir, &footnote),
                     Err(e) => Err(anyhow::anyhow!("{e:#}")),
                 }
             }
@@ -110,15 +116,38 @@ pub fn draw_run_figures(
     Ok(out)
 }
 
-/// Draws one figure of the results as `<name>.png` and `<name>.svg` in `out_dir`; returns both
-/// paths. A `kind: trace` figure is an error here: see [`plot_trace_figure`].
+/// The line under every figure of a run: the machine it was measured on (its kind, measured
+/// triad and FMA peak), when, and the commit, so a figure read on its own says where its
+/// numbers come from.
+pub fn machine_footnote(meta: &crate::results::RunMeta) -> String {
+    let m = &meta.machine;
+    let date = meta.started.get(..10).unwrap_or(&meta.started);
+    let commit = m
+        .git_commit
+        .as_deref()
+        .map(|c| format!(", commit {}", c.get(..12).unwrap_or(c)))
+        .unwrap_or_default();
+    format!(
+        "Measured on {} (triad {:.1} GB/s, FMA {:.0} GFLOP/s on {} threads), {date}, parbench {}{commit}",
+        m.fingerprint,
+        m.limits.triad_gb_per_s_all,
+        m.limits.fma_gflop_per_s_all,
+        m.limits.threads_all,
+        meta.parbench_version
+    )
+}
+
+/// Draws one figure of the results as `<name>.png` and `<name>.svg` in `out_dir`, with
+/// `footnote` (none when empty) under it; returns both paths. A `kind: trace` figure is an
+/// error here: see [`plot_trace_figure`].
 pub fn plot_figure(
     fig: &FigureConfig,
     rows: &[ResultRow],
     out_dir: &Path,
+    footnote: &str,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let data = FigureData::build(fig, rows).with_context(|| format!("figure `{}`", fig.name))?;
-    write_figure(fig, &data, out_dir)
+    write_figure(fig, &data, out_dir, footnote)
 }
 
 /// Draws one `kind: trace` figure from the trace table's rows, as [`plot_figure`] does.
@@ -126,10 +155,11 @@ pub fn plot_trace_figure(
     fig: &FigureConfig,
     traces: &[TraceRow],
     out_dir: &Path,
+    footnote: &str,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let data =
         FigureData::from_trace(fig, traces).with_context(|| format!("figure `{}`", fig.name))?;
-    write_figure(fig, &data, out_dir)
+    write_figure(fig, &data, out_dir, footnote)
 }
 
 /// Renders `data` as `<name>.png` and `<name>.svg` in `out_dir`.
@@ -137,6 +167,7 @@ fn write_figure(
     fig: &FigureConfig,
     data: &FigureData,
     out_dir: &Path,
+    footnote: &str,
 ) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
@@ -149,7 +180,7 @@ fn write_figure(
     let png_bytes = (|| {
         {
             let root = BitMapBackend::with_buffer(&mut pixels, (WIDTH, HEIGHT)).into_drawing_area();
-            render(&root, fig, data)?;
+            render(&root, fig, data, footnote)?;
             root.present()?;
         }
         let mut bytes = Vec::new();
@@ -168,7 +199,7 @@ fn write_figure(
     let mut svg_text = String::new();
     {
         let root = SVGBackend::with_string(&mut svg_text, (WIDTH, HEIGHT)).into_drawing_area();
-        render(&root, fig, data)
+        render(&root, fig, data, footnote)
             .and_then(|()| Ok(root.present()?))
             .with_context(|| format!("figure `{}`: cannot draw the SVG", fig.name))?;
     }
@@ -751,14 +782,27 @@ fn all_powers_of_two(values: impl Iterator<Item = f64>) -> bool {
 }
 
 fn render<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
+    whole: &DrawingArea<DB, Shift>,
     fig: &FigureConfig,
     data: &FigureData,
+    footnote: &str,
 ) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
-    root.fill(&WHITE)?;
+    whole.fill(&WHITE)?;
+    let root = if footnote.is_empty() {
+        whole.clone()
+    } else {
+        let (plot, foot) = whole.split_vertically(HEIGHT as i32 - FOOTNOTE_HEIGHT);
+        foot.draw_text(
+            footnote,
+            &TextStyle::from((FONT, 13)).color(&BLACK.mix(0.65)),
+            (14, 2),
+        )?;
+        plot
+    };
+    let root = &root;
     let log_x = fig.log_x && data.categories.is_none();
     let log_y = fig.log_y;
     let points = || data.series.iter().flat_map(|s| s.points.iter());

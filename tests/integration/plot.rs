@@ -90,9 +90,16 @@ fn assert_files(paths: &[std::path::PathBuf], dir: &Path, name: &str) -> String 
 fn wall_time_figure_writes_png_and_svg_with_title_labels_and_legend() {
     let dir = tempfile::tempdir().unwrap();
     let fig = figure("time", "wall_time_s");
-    let paths = plot_figure(&fig, &scripted_rows(), dir.path()).unwrap();
+    let paths = plot_figure(
+        &fig,
+        &scripted_rows(),
+        dir.path(),
+        "Measured on a test machine",
+    )
+    .unwrap();
     let svg = assert_files(&paths, dir.path(), "time");
     for text in [
+        "Measured on a test machine",
         fig.title.as_str(),
         "wall time (s)",
         "threads",
@@ -128,7 +135,7 @@ fn log_axes_draw() {
     let mut fig = figure("gflops_log", "metric_gflop_per_s");
     fig.log_x = true;
     fig.log_y = true;
-    let paths = plot_figure(&fig, &scripted_rows(), dir.path()).unwrap();
+    let paths = plot_figure(&fig, &scripted_rows(), dir.path(), "").unwrap();
     let svg = assert_files(&paths, dir.path(), "gflops_log");
     assert!(svg.contains("GFLOP/s"), "SVG lacks the unit label");
 }
@@ -159,7 +166,7 @@ fn speedup_over_a_variant_divides_medians_at_the_same_point() {
     }
 
     let dir = tempfile::tempdir().unwrap();
-    let paths = plot_figure(&fig, &scripted_rows(), dir.path()).unwrap();
+    let paths = plot_figure(&fig, &scripted_rows(), dir.path(), "").unwrap();
     let svg = assert_files(&paths, dir.path(), "speedup_variant");
     assert!(svg.contains("speedup over sparse (x)"));
 }
@@ -182,7 +189,7 @@ fn speedup_over_x_is_strong_scaling_of_each_series() {
     assert!(sparse.points.iter().all(|p| (p.mid - 1.0).abs() < 1e-12));
 
     let dir = tempfile::tempdir().unwrap();
-    plot_figure(&fig, &scripted_rows(), dir.path()).unwrap();
+    plot_figure(&fig, &scripted_rows(), dir.path(), "").unwrap();
 }
 
 #[test]
@@ -207,7 +214,7 @@ fn filter_selects_rows_and_series_can_be_a_parameter() {
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let paths = plot_figure(&fig, &scripted_rows(), dir.path()).unwrap();
+    let paths = plot_figure(&fig, &scripted_rows(), dir.path(), "").unwrap();
     let svg = assert_files(&paths, dir.path(), "phase_by_threads");
     assert!(svg.contains("loop phase time (s)") && svg.contains("csr"));
 }
@@ -218,7 +225,7 @@ fn a_single_point_draws() {
     let dir = tempfile::tempdir().unwrap();
     let mut fig = figure("single", "wall_time_s");
     fig.log_y = true;
-    plot_figure(&fig, &rows, dir.path()).unwrap();
+    plot_figure(&fig, &rows, dir.path(), "").unwrap();
 }
 
 #[test]
@@ -226,7 +233,7 @@ fn an_empty_selection_is_an_error_naming_the_figure() {
     let dir = tempfile::tempdir().unwrap();
     let mut fig = figure("nothing", "wall_time_s");
     fig.filter = BTreeMap::from([("variant".to_string(), Value::Str("missing".into()))]);
-    let err = plot_figure(&fig, &scripted_rows(), dir.path()).unwrap_err();
+    let err = plot_figure(&fig, &scripted_rows(), dir.path(), "").unwrap_err();
     let message = format!("{err:#}");
     assert!(
         message.contains("`nothing`") && message.contains("missing"),
@@ -234,7 +241,7 @@ fn an_empty_selection_is_an_error_naming_the_figure() {
     );
     assert!(!dir.path().join("nothing.png").exists());
 
-    let err = plot_figure(&figure("no_rows", "wall_time_s"), &[], dir.path()).unwrap_err();
+    let err = plot_figure(&figure("no_rows", "wall_time_s"), &[], dir.path(), "").unwrap_err();
     assert!(format!("{err:#}").contains("`no_rows`"), "{err:#}");
 }
 
@@ -245,6 +252,7 @@ fn an_unknown_y_column_is_an_error_naming_it() {
         &figure("bad_y", "metric_nope"),
         &scripted_rows(),
         dir.path(),
+        "",
     )
     .unwrap_err();
     assert!(format!("{err:#}").contains("metric_nope"), "{err:#}");
@@ -254,7 +262,7 @@ fn an_unknown_y_column_is_an_error_naming_it() {
 fn plot_all_draws_the_good_figures_and_reports_the_bad_one() {
     let dir = tempfile::tempdir().unwrap();
     let figs = [figure("good", "wall_time_s"), figure("bad", "metric_nope")];
-    let err = plot_all(&figs, &scripted_rows(), dir.path()).unwrap_err();
+    let err = plot_all(&figs, &scripted_rows(), dir.path(), "").unwrap_err();
     assert!(format!("{err:#}").contains("`bad`"), "{err:#}");
     assert!(dir.path().join("good.png").exists());
 }
