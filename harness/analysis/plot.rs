@@ -811,6 +811,8 @@ where
         None => extent(points().map(|p| p.x), log_x, false),
     };
     let (y0, y1) = extent(points().flat_map(|p| [p.low, p.mid, p.high]), log_y, true);
+    let (legend, top) = place_legend(data, (x0, x1, log_x), (y0, y1, log_y));
+    let y1 = top.unwrap_or(y1);
     // Plotters' own log ticks are sparse within a decade; explicit 1-2-5 (or powers of two for
     // thread counts) ticks label every gridline.
     let x_ticks = if all_powers_of_two(points().map(|p| p.x)) {
@@ -820,11 +822,12 @@ where
     };
     let y_ticks = log_ticks(y0, y1);
     match (log_x, log_y) {
-        (false, false) => draw(root, fig, data, x0..x1, y0..y1),
+        (false, false) => draw(root, fig, data, legend, x0..x1, y0..y1),
         (true, false) => draw(
             root,
             fig,
             data,
+            legend,
             (x0..x1).log_scale().with_key_points(x_ticks),
             y0..y1,
         ),
@@ -832,6 +835,7 @@ where
             root,
             fig,
             data,
+            legend,
             x0..x1,
             (y0..y1).log_scale().with_key_points(y_ticks),
         ),
@@ -839,6 +843,7 @@ where
             root,
             fig,
             data,
+            legend,
             (x0..x1).log_scale().with_key_points(x_ticks),
             (y0..y1).log_scale().with_key_points(y_ticks),
         ),
@@ -895,6 +900,7 @@ fn draw<'r, DB, XS, YS>(
     root: &'r DrawingArea<DB, Shift>,
     fig: &FigureConfig,
     data: &FigureData,
+    legend: SeriesLabelPosition,
     x_spec: XS,
     y_spec: YS,
 ) -> anyhow::Result<()>
@@ -1011,7 +1017,7 @@ where
 
     chart
         .configure_series_labels()
-        .position(legend_position(data))
+        .position(legend)
         .margin(12)
         .label_font((FONT, 16))
         .background_style(WHITE.mix(0.88))
@@ -1020,40 +1026,80 @@ where
     Ok(())
 }
 
-/// The corner of the plot with the fewest data (markers and band edges), in axis fractions.
-fn legend_position(data: &FigureData) -> SeriesLabelPosition {
-    let points: Vec<&PlotPoint> = data.series.iter().flat_map(|s| s.points.iter()).collect();
-    let fraction = |v: f64, lo: f64, hi: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
-    let (x_lo, x_hi) = min_max(&points.iter().map(|p| p.x).collect::<Vec<_>>());
-    let (y_lo, y_hi) = min_max(
-        &points
-            .iter()
-            .flat_map(|p| [p.low, p.high])
-            .collect::<Vec<_>>(),
-    );
-    let candidates = [
+/// Where the legend goes without hiding data: the first corner (upper right, upper left, lower
+/// right, lower left) whose legend-sized box holds no marker or band edge, in the axes' own
+/// (log where log) fractions; when every corner is taken, the upper right after raising the top
+/// of the y axis so the data keep below the legend's height. Returns the corner and the new top
+/// (`None`: unchanged).
+fn place_legend(
+    data: &FigureData,
+    x: (f64, f64, bool),
+    y: (f64, f64, bool),
+) -> (SeriesLabelPosition, Option<f64>) {
+    let to = |v: f64, log: bool| {
+        if log {
+            v.max(f64::MIN_POSITIVE).ln()
+        } else {
+            v
+        }
+    };
+    let fraction = |v: f64, (lo, hi, log): (f64, f64, bool)| {
+        let (a, b) = (to(lo, log), to(hi, log));
+        if b > a {
+            (to(v, log) - a) / (b - a)
+        } else {
+            0.5
+        }
+    };
+    // The legend's box in axis fractions, from its rows and longest label (16 px text, 12 px
+    // inset), over the plot area of a WIDTH x HEIGHT figure.
+    let rows = data.series.len() as f64;
+    let longest = data
+        .series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0) as f64;
+    let plot_w = WIDTH as f64 - 36.0 - 84.0;
+    let plot_h = HEIGHT as f64 - FOOTNOTE_HEIGHT as f64 - 36.0 - 40.0 - 56.0;
+    let box_w = ((9.0 * longest + 60.0 + 12.0) / plot_w).min(1.0);
+    let box_h = ((20.0 * rows + 24.0 + 12.0) / plot_h).min(0.9);
+    let marks: Vec<(f64, f64)> = data
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .flat_map(|p| [(p.x, p.high), (p.x, p.mid), (p.x, p.low)])
+        .map(|(px, py)| (fraction(px, x), fraction(py, y)))
+        .collect();
+    let free = |right: bool, upper: bool| {
+        !marks.iter().any(|&(fx, fy)| {
+            (if right {
+                fx >= 1.0 - box_w
+            } else {
+                fx <= box_w
+            }) && (if upper {
+                fy >= 1.0 - box_h
+            } else {
+                fy <= box_h
+            })
+        })
+    };
+    let corners = [
         (SeriesLabelPosition::UpperRight, true, true),
         (SeriesLabelPosition::UpperLeft, false, true),
         (SeriesLabelPosition::LowerRight, true, false),
         (SeriesLabelPosition::LowerLeft, false, false),
     ];
-    let crowding = |right: bool, upper: bool| {
-        points
-            .iter()
-            .flat_map(|p| [(p.x, p.high), (p.x, p.mid), (p.x, p.low)])
-            .filter(|&(x, y)| {
-                let fx = fraction(x, x_lo, x_hi);
-                let fy = fraction(y, y_lo, y_hi);
-                (if right { fx >= 0.6 } else { fx <= 0.4 })
-                    && (if upper { fy >= 0.6 } else { fy <= 0.4 })
-            })
-            .count()
-    };
-    candidates
-        .into_iter()
-        .min_by_key(|&(_, right, upper)| crowding(right, upper))
-        .map(|(position, _, _)| position)
-        .unwrap_or(SeriesLabelPosition::UpperRight)
+    if let Some((corner, _, _)) = corners.into_iter().find(|&(_, r, u)| free(r, u)) {
+        return (corner, None);
+    }
+    let (lo, hi, log) = y;
+    let (a, b) = (to(lo, log), to(hi, log));
+    let top = a + (b - a) / (1.0 - box_h);
+    (
+        SeriesLabelPosition::UpperRight,
+        Some(if log { top.exp() } else { top }),
+    )
 }
 
 #[cfg(test)]
@@ -1076,6 +1122,46 @@ mod tests {
         assert_eq!(log_ticks(1e-3, 1e3).len(), 7);
         assert!(log_ticks(-1.0, 2.0).is_empty());
         assert_eq!(powers_of_two_ticks(0.9, 17.0), [1.0, 2.0, 4.0, 8.0, 16.0]);
+    }
+
+    fn data(points: &[(f64, f64)]) -> FigureData {
+        FigureData {
+            series: vec![Series {
+                name: "a series".to_string(),
+                points: points
+                    .iter()
+                    .map(|&(x, y)| PlotPoint {
+                        x,
+                        low: y,
+                        mid: y,
+                        high: y,
+                    })
+                    .collect(),
+            }],
+            style_order: vec!["a series".to_string()],
+            categories: None,
+            x_label: String::new(),
+            y_label: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_legend_takes_a_free_corner_or_makes_room_above_the_data() {
+        // A rising line leaves the upper left free.
+        let rising: Vec<(f64, f64)> = (1..=10).map(|i| (i as f64, i as f64)).collect();
+        let (corner, top) = place_legend(&data(&rising), (0.0, 11.0, false), (0.0, 11.0, false));
+        assert!(matches!(corner, SeriesLabelPosition::UpperLeft) && top.is_none());
+        // Data in every corner: the top is raised, on a log axis too, and the data then leave
+        // the upper band free.
+        let corners = [(0.5, 0.5), (0.5, 10.5), (10.5, 0.5), (10.5, 10.5)];
+        let (corner, top) = place_legend(&data(&corners), (0.0, 11.0, false), (0.0, 11.0, false));
+        assert!(matches!(corner, SeriesLabelPosition::UpperRight));
+        let top = top.unwrap();
+        assert!(top > 11.0);
+        let (again, none) = place_legend(&data(&corners), (0.0, 11.0, false), (0.0, top, false));
+        assert!(matches!(again, SeriesLabelPosition::UpperRight) && none.is_none());
+        let (_, log_top) = place_legend(&data(&corners), (0.0, 11.0, false), (0.4, 11.0, true));
+        assert!(log_top.unwrap() > 11.0);
     }
 
     #[test]
