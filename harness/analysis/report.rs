@@ -217,15 +217,19 @@ fn index(h: &mut String, runs: &[ReportRun]) {
             ),
             None => "-".to_string(),
         };
+        let verdict = if r.claims.is_empty() {
+            "no claims".to_string()
+        } else {
+            format!("{pass} of {} pass", r.claims.len())
+        };
         let _ = writeln!(
             h,
-            "<tr class=\"{}\"><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"verdict\">{pass} of {} pass</td><td>{}</td></tr>",
+            "<tr class=\"{}\"><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"verdict\">{verdict}</td><td>{}</td></tr>",
             if ok { "pass" } else { "fail" },
             anchor(&c.name),
             escape(&c.name),
             escape(&c.reproduces),
             escape(&c.paper),
-            r.claims.len(),
             escape(&gate)
         );
     }
