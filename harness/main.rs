@@ -93,6 +93,9 @@ enum Command {
         /// The gate's time threshold on the report page (see `parbench check --help`).
         #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
         max_slowdown: f64,
+        /// Entries whose median time is shorter are not timed on the report page.
+        #[arg(long, default_value_t = check::DEFAULT_MIN_TIME_S)]
+        min_time: f64,
     },
     // No doc comment: it would replace the about/long_about that `CompareArgs` carries.
     Compare(compare::CompareArgs),
@@ -324,6 +327,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             experiments,
             baseline,
             max_slowdown,
+            min_time,
         } => reproduce(
             &wanted,
             quick,
@@ -332,6 +336,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             baseline.as_deref(),
             &check::CheckOptions {
                 max_slowdown,
+                min_time_s: min_time,
                 ..check::CheckOptions::default()
             },
             data_dir.as_deref(),
