@@ -90,12 +90,9 @@ enum Command {
         /// (e.g. results/baselines/quick.json for a quick run).
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
-        /// The gate's time threshold on the report page (see `parbench check --help`).
-        #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
-        max_slowdown: f64,
-        /// Entries whose median time is shorter are not timed on the report page.
-        #[arg(long, default_value_t = check::DEFAULT_MIN_TIME_S)]
-        min_time: f64,
+        /// The gate's thresholds on the report page.
+        #[command(flatten)]
+        thresholds: GateThresholds,
     },
     // No doc comment: it would replace the about/long_about that `CompareArgs` carries.
     Compare(compare::CompareArgs),
@@ -110,9 +107,8 @@ enum Command {
         /// Also show the regression gate's verdict against this baseline.
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
-        /// The gate's time threshold (see `parbench check --help`).
-        #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
-        max_slowdown: f64,
+        #[command(flatten)]
+        thresholds: GateThresholds,
     },
     /// Redraw the figures of a run (or of every run under a reproduce directory) from stored results.
     Plot {
@@ -150,19 +146,8 @@ machines' times."
         /// instead of comparing.
         #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
         write_baseline: Option<PathBuf>,
-        /// A time ratio (now / baseline, per calibration) is a regression when the lower end
-        /// of its interval exceeds this factor.
-        #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
-        max_slowdown: f64,
-        /// Confidence of the time ratio's bootstrap interval.
-        #[arg(long, default_value_t = check::DEFAULT_CONFIDENCE)]
-        confidence: f64,
-        /// Allowed growth of an instruction count, as a fraction (0.02 = 2%).
-        #[arg(long, default_value_t = check::DEFAULT_MAX_INSTRUCTION_GROWTH)]
-        max_instruction_growth: f64,
-        /// Entries whose median time is shorter are not timed (and fail unless exempt).
-        #[arg(long, default_value_t = check::DEFAULT_MIN_TIME_S)]
-        min_time: f64,
+        #[command(flatten)]
+        thresholds: GateThresholds,
         /// Print the verdicts as JSON (per run: claims, regressions, gaps, notes, coverage).
         #[arg(long)]
         json: bool,
@@ -229,6 +214,42 @@ machines' times."
         #[arg(long)]
         runs: usize,
     },
+}
+
+/// The gate's thresholds, as `check`, `report` and `reproduce` take them.
+#[derive(clap::Args, Clone, Copy, Debug)]
+struct GateThresholds {
+    /// A time ratio (now / baseline) is a regression when the lower end of its interval
+    /// exceeds this factor.
+    #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
+    max_slowdown: f64,
+    /// Confidence of the time ratio's bootstrap interval.
+    #[arg(long, default_value_t = check::DEFAULT_CONFIDENCE)]
+    confidence: f64,
+    /// Allowed growth of an instruction count, as a fraction (0.02 = 2%).
+    #[arg(long, default_value_t = check::DEFAULT_MAX_INSTRUCTION_GROWTH)]
+    max_instruction_growth: f64,
+    /// Entries whose median time is shorter are not timed (and fail unless exempt).
+    #[arg(long, default_value_t = check::DEFAULT_MIN_TIME_S)]
+    min_time: f64,
+}
+
+impl GateThresholds {
+    /// The check's options, or why the flags are out of range.
+    fn options(self) -> Result<check::CheckOptions> {
+        if !(self.max_slowdown >= 1.0 && (0.5..1.0).contains(&self.confidence)) {
+            bail!("--max-slowdown must be at least 1 and --confidence in [0.5, 1)");
+        }
+        if !(0.0..1.0).contains(&self.max_instruction_growth) || self.min_time < 0.0 {
+            bail!("--max-instruction-growth must be in [0, 1) and --min-time not negative");
+        }
+        Ok(check::CheckOptions {
+            max_slowdown: self.max_slowdown,
+            confidence: self.confidence,
+            max_instruction_growth: self.max_instruction_growth,
+            min_time_s: self.min_time,
+        })
+    }
 }
 
 /// The regression gate's commands.
@@ -326,19 +347,14 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             out,
             experiments,
             baseline,
-            max_slowdown,
-            min_time,
+            thresholds,
         } => reproduce(
             &wanted,
             quick,
             out,
             &experiments,
             baseline.as_deref(),
-            &check::CheckOptions {
-                max_slowdown,
-                min_time_s: min_time,
-                ..check::CheckOptions::default()
-            },
+            &thresholds.options()?,
             data_dir.as_deref(),
         ),
         Command::Compare(args) => {
@@ -357,12 +373,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             run_dirs: roots,
             out,
             baseline,
-            max_slowdown,
+            thresholds,
         } => {
-            let options = check::CheckOptions {
-                max_slowdown,
-                ..check::CheckOptions::default()
-            };
+            let options = thresholds.options()?;
             let out = match (out, &roots[..]) {
                 (Some(o), _) => o,
                 (None, [one]) => one.join(REPORT_HTML),
@@ -417,24 +430,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             run_dirs,
             baseline,
             write_baseline,
-            max_slowdown,
-            confidence,
-            max_instruction_growth,
-            min_time,
+            thresholds,
             json,
         } => {
-            let options = check::CheckOptions {
-                max_slowdown,
-                confidence,
-                max_instruction_growth,
-                min_time_s: min_time,
-            };
-            if !(max_slowdown >= 1.0 && (0.5..1.0).contains(&confidence)) {
-                bail!("--max-slowdown must be at least 1 and --confidence in [0.5, 1)");
-            }
-            if !(0.0..1.0).contains(&max_instruction_growth) || min_time < 0.0 {
-                bail!("--max-instruction-growth must be in [0, 1) and --min-time not negative");
-            }
+            let options = thresholds.options()?;
             check_runs(
                 &run_dirs,
                 baseline.as_deref(),
