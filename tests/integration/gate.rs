@@ -301,3 +301,38 @@ fn the_check_command_exits_by_verdict_and_prints_its_coverage() {
         "{out}"
     );
 }
+
+/// The gate covers what it claims to: every variant of every registered family is in a gate
+/// workload (counted and exact-checked), and in one whose times are gated. A new variant that
+/// is not added to `experiments/gate/` fails here, not silently in CI.
+#[test]
+fn every_registered_variant_is_counted_and_timed_by_a_gate_workload() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/gate");
+    let files = parbench::exec::gate::experiment_files(&[dir]).expect("gate workloads");
+    let mut counted: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for file in &files {
+        let config = parbench::experiment::config::load(file, false)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for variant in &config.variants {
+            let timed = config.gate.untimed.is_none();
+            let seen = counted
+                .entry((config.family.clone(), variant.clone()))
+                .or_default();
+            *seen |= timed;
+        }
+    }
+    let mut missing = Vec::new();
+    for family in parbench::families::registry() {
+        for variant in family.variants() {
+            match counted.get(&(family.name().to_string(), variant.to_string())) {
+                None => missing.push(format!("{}/{variant}: in no gate workload", family.name())),
+                Some(false) => missing.push(format!(
+                    "{}/{variant}: only in untimed gate workloads",
+                    family.name()
+                )),
+                Some(true) => {}
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not gated:\n{}", missing.join("\n"));
+}
