@@ -50,7 +50,8 @@ pub enum W2vCommand {
     Variants (every one Hogwild across threads): hogwild (word2vec.c, pair by pair), gemm (pWord2Vec: \
     a center word's context against the center and K shared negatives as small matrix products), \
     full (FULL-W2V: fixed window ceil(W/2), negatives held locally, context vectors kept in a ring \
-    buffer for their lifetime in the window).\n\n\
+    buffer for their lifetime in the window), full-register (FULL-W2V's ablation: full without the \
+    ring buffer, context vectors read from and written to the model every window).\n\n\
     Defaults are word2vec.c's skip-gram settings (-size 100 -window 5 -negative 5 -min-count 5 \
     -sample 1e-4 -alpha 0.025 -iter 5). Progress and the final words/s, GFLOP/s and model bytes per \
     epoch go to stderr and stdout.\n\n\
@@ -116,10 +117,12 @@ pub struct TrainArgs {
     /// Embedding dimension.
     #[arg(long, value_name = "D", default_value_t = TrainParams::default().dim)]
     pub dim: usize,
-    /// Maximum window (hogwild and gemm draw a window in [1, W] per word; full uses ceil(W/2)).
+    /// Maximum window (hogwild and gemm draw a window in [1, W] per word; full and
+    /// full-register use ceil(W/2)).
     #[arg(long, value_name = "W", default_value_t = TrainParams::default().window)]
     pub window: usize,
-    /// Negative samples per positive pair (per center word for gemm and full).
+    /// Negative samples per positive pair (per center word for gemm, full and
+    /// full-register).
     #[arg(long, value_name = "K", default_value_t = TrainParams::default().negative)]
     pub negative: usize,
     /// Drop words seen fewer times than this from the vocabulary.

@@ -1,6 +1,7 @@
 //! The word2vec family: skip-gram with negative sampling by `hogwild` (word2vec.c), `gemm`
-//! (pWord2Vec's shared negatives and small matrix products) and `full` (FULL-W2V's negative
-//! independence and lifetime reuse) from the `word2vec` crate, on a text corpus of the data dir
+//! (pWord2Vec's shared negatives and small matrix products), `full` (FULL-W2V's negative
+//! independence and lifetime reuse) and `full-register` (its ablation without the context ring
+//! buffer) from the `word2vec` crate, on a text corpus of the data dir
 //! (`wiki17m.txt.gz`, the text8 prefix) or a seeded synthetic corpus with planted word groups.
 //!
 //! Conventions of this adapter:
@@ -89,7 +90,7 @@ crate::point_params! {
     pub struct Word2vecPoint {
         /// embedding dimension d
         dim: usize = TrainParams::default().dim,
-        /// maximum window W; full uses ceil(W/2)
+        /// maximum window W; full and full-register use ceil(W/2)
         window: usize = TrainParams::default().window,
         /// negative samples K
         negative: usize = TrainParams::default().negative,

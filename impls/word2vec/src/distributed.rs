@@ -32,7 +32,7 @@
 use crate::driver::{self, ChunkKernel, SegmentEnd, Segments};
 use crate::model::initial_input_vectors;
 use crate::problem::{Control, EpochReport, Traffic, TrainOutput, TrainParams, W2vError};
-use crate::{Corpus, Full, Gemm, Hogwild, Trainer};
+use crate::{Corpus, Full, FullRegister, Gemm, Hogwild, Trainer};
 use parbench_common::comm::threads::run_threads;
 use parbench_common::comm::{CommError, CommStats, Communicator, Phase};
 use std::ops::Range;
@@ -87,8 +87,9 @@ fn kernel(inner: &str) -> Result<&'static dyn ChunkKernel, W2vError> {
         "hogwild" => Ok(&Hogwild),
         "gemm" => Ok(&Gemm),
         "full" => Ok(&Full),
+        "full-register" => Ok(&FullRegister),
         other => Err(W2vError::Exchange(format!(
-            "unknown inner variant {other}: use hogwild, gemm or full"
+            "unknown inner variant {other}: use hogwild, gemm, full or full-register"
         ))),
     }
 }
@@ -97,9 +98,9 @@ fn comm_error(e: CommError) -> W2vError {
     W2vError::Exchange(e.to_string())
 }
 
-/// Trains this rank's share of `corpus` with `inner` (`hogwild`, `gemm` or `full`) and
-/// `params.threads` threads, exchanging with the other ranks of `comm` as `sync` says. Every
-/// rank calls it with the same arguments. `progress` reports this rank's own progress.
+/// Trains this rank's share of `corpus` with `inner` (`hogwild`, `gemm`, `full` or
+/// `full-register`) and `params.threads` threads, exchanging with the other ranks of `comm` as
+/// `sync` says. Every rank calls it with the same arguments. `progress` reports this rank's own progress.
 pub fn train_rank(
     comm: &dyn Communicator,
     inner: &str,
@@ -389,7 +390,8 @@ pub fn train_job(
 /// rank's run: the ranks average the whole model there and return what they trained.
 #[derive(Clone, Debug)]
 pub struct Distributed {
-    /// The shared-memory variant each rank trains with (`hogwild`, `gemm` or `full`).
+    /// The shared-memory variant each rank trains with (`hogwild`, `gemm`, `full` or
+    /// `full-register`).
     pub inner: String,
     /// In-process ranks (at least 1).
     pub ranks: usize,

@@ -18,6 +18,11 @@
 //!   over it, and its summed update is added to `in[w]` once when it leaves. Adding the delta
 //!   rather than storing the local copy keeps what other threads wrote meanwhile (Hogwild).
 //!
+//! The stream, the windows and their products are written once, over where the context rows
+//! live between windows (the `ContextRows` trait): the ring buffer here, the shared model in
+//! the FULL-Register ablation ([`crate::full_register`]), which is everything above but the
+//! ring buffer.
+//!
 //! Model traffic per kept word: one input row read and one written, `2 m` output rows (`m <=
 //! K + 1`), against `gemm`'s `2 (n + m)` and `hogwild`'s `n (2 + 2 m)` rows (`n` contexts).
 //! Arithmetic is the same `6 d` flops per (context, target) pair, now `2 W_f m` pairs per word.
@@ -120,31 +125,41 @@ impl WindowSource for CorpusSource<'_, '_> {
 
 impl ChunkKernel for Full {
     fn run_chunk(&self, shared: &Shared, range: Range<usize>, state: &mut ThreadState) {
-        let mut source = CorpusSource {
-            shared,
-            rng: &mut state.rng,
-            pos: range.start,
-            end: range.end,
-            since_tick: 0,
-            alpha: shared.advance(0),
-        };
-        let half = fixed_half_window(shared.window);
-        run_stream_dispatch(
-            &shared.input,
-            &shared.output,
-            &shared.sigmoid,
-            half,
-            shared.negative,
-            &mut source,
-            &mut state.stats,
-            shared.fma,
-        );
-        shared.advance(source.since_tick);
+        run_chunk::<Ring>(shared, range, state)
     }
 }
 
+/// One thread's slice of the corpus as one stream of windows, the contexts held by `C`: the
+/// training loop of `full` (`C` = the ring buffer) and of `full-register` (`C` = the model).
+pub(crate) fn run_chunk<C: ContextRows>(
+    shared: &Shared,
+    range: Range<usize>,
+    state: &mut ThreadState,
+) {
+    let mut source = CorpusSource {
+        shared,
+        rng: &mut state.rng,
+        pos: range.start,
+        end: range.end,
+        since_tick: 0,
+        alpha: shared.advance(0),
+    };
+    let half = fixed_half_window(shared.window);
+    run_stream_dispatch::<_, C>(
+        &shared.input,
+        &shared.output,
+        &shared.sigmoid,
+        half,
+        shared.negative,
+        &mut source,
+        &mut state.stats,
+        shared.fma,
+    );
+    shared.advance(source.since_tick);
+}
+
 #[allow(clippy::too_many_arguments)]
-fn run_stream_dispatch<S: WindowSource>(
+fn run_stream_dispatch<S: WindowSource, C: ContextRows>(
     input: &HogwildMatrix,
     output: &HogwildMatrix,
     sigmoid: &Sigmoid,
@@ -157,16 +172,16 @@ fn run_stream_dispatch<S: WindowSource>(
     #[cfg(target_arch = "x86_64")]
     if fma {
         // SAFETY: `fma` is true only when the CPU has AVX2 and FMA.
-        unsafe { run_stream_fma(input, output, sigmoid, half, negative, source, stats) };
+        unsafe { run_stream_fma::<S, C>(input, output, sigmoid, half, negative, source, stats) };
         return;
     }
     let _ = fma;
-    run_stream::<false, S>(input, output, sigmoid, half, negative, source, stats)
+    run_stream::<false, S, C>(input, output, sigmoid, half, negative, source, stats)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_stream_fma<S: WindowSource>(
+unsafe fn run_stream_fma<S: WindowSource, C: ContextRows>(
     input: &HogwildMatrix,
     output: &HogwildMatrix,
     sigmoid: &Sigmoid,
@@ -175,34 +190,103 @@ unsafe fn run_stream_fma<S: WindowSource>(
     source: &mut S,
     stats: &mut EpochStats,
 ) {
-    run_stream::<true, S>(input, output, sigmoid, half, negative, source, stats)
+    run_stream::<true, S, C>(input, output, sigmoid, half, negative, source, stats)
 }
 
-/// The ring buffer: slot `p % slots` holds stream position `p` while it is in a window.
+/// Where the window's context rows live while the window slides: the one thing `full` and
+/// `full-register` do differently. Stream position `pos` (word `w`) enters the window once,
+/// is a context of up to `2 W_f` windows (each loads its row, then applies that window's
+/// update to it), and leaves once. Implementations count the input rows they move in `stats`.
+pub(crate) trait ContextRows {
+    /// Room for the positions of one window of half-width `half`, rows of `dim`.
+    fn new(dim: usize, half: usize) -> Self;
+    /// Position `pos` (word `w`) enters the window.
+    fn enter(&mut self, pos: usize, w: u32, input: &HogwildMatrix, stats: &mut EpochStats);
+    /// The row of position `pos` (word `w`) as this window sees it, copied into `dest`.
+    fn load(
+        &mut self,
+        pos: usize,
+        w: u32,
+        input: &HogwildMatrix,
+        dest: &mut [f32],
+        stats: &mut EpochStats,
+    );
+    /// This window's update `delta` of position `pos` (word `w`), after all its targets.
+    fn update(
+        &mut self,
+        pos: usize,
+        w: u32,
+        delta: &[f32],
+        input: &HogwildMatrix,
+        stats: &mut EpochStats,
+    );
+    /// Position `pos` (word `w`) leaves the window.
+    fn leave(&mut self, pos: usize, w: u32, input: &HogwildMatrix, stats: &mut EpochStats);
+}
+
+/// `full`'s ring buffer (Section 3.2): slot `p % slots` holds stream position `p` while it is
+/// in a window, loaded from the model when it enters and added back (as the sum of its updates)
+/// when it leaves: one input row read and one written per position.
 struct Ring {
     dim: usize,
     slots: usize,
-    words: Vec<u32>,
     /// The word's vector as this thread sees it (loaded on entry, updated after each window).
     vectors: Vec<f32>,
     /// The sum of the updates since entry, added to the model on exit.
     deltas: Vec<f32>,
-    /// This window's update of each slot, applied when the window is done.
-    pending: Vec<f32>,
-    /// The window's targets, its contexts' and targets' rows side by side, the `n x m` errors
-    /// and one column of them.
-    targets: Vec<u32>,
-    batch_x: Vec<f32>,
-    batch_y: Vec<f32>,
-    s: Vec<f32>,
-    column: Vec<f32>,
-    /// Stream positions of the contexts in `batch_x`.
-    contexts: Vec<usize>,
 }
 
 impl Ring {
     fn slot(&self, pos: usize) -> Range<usize> {
         slot_range(pos, self.slots, self.dim)
+    }
+}
+
+impl ContextRows for Ring {
+    fn new(dim: usize, half: usize) -> Ring {
+        let slots = 2 * half + 1;
+        Ring {
+            dim,
+            slots,
+            vectors: vec![0.0; slots * dim],
+            deltas: vec![0.0; slots * dim],
+        }
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, pos: usize, w: u32, input: &HogwildMatrix, stats: &mut EpochStats) {
+        let r = self.slot(pos);
+        input.gather(std::slice::from_ref(&w), &mut self.vectors[r.clone()]);
+        self.deltas[r].fill(0.0);
+        stats.traffic.input_rows_read += 1;
+    }
+
+    #[inline(always)]
+    fn load(
+        &mut self,
+        pos: usize,
+        _: u32,
+        _: &HogwildMatrix,
+        dest: &mut [f32],
+        _: &mut EpochStats,
+    ) {
+        dest.copy_from_slice(&self.vectors[self.slot(pos)]);
+    }
+
+    #[inline(always)]
+    fn update(&mut self, pos: usize, _: u32, delta: &[f32], _: &HogwildMatrix, _: &mut EpochStats) {
+        let r = self.slot(pos);
+        add(delta, &mut self.vectors[r.clone()]);
+        add(delta, &mut self.deltas[r]);
+    }
+
+    /// The summed update goes to the model. Adding the delta rather than storing the local
+    /// copy keeps what other threads wrote meanwhile (Hogwild).
+    #[inline(always)]
+    fn leave(&mut self, pos: usize, w: u32, input: &HogwildMatrix, stats: &mut EpochStats) {
+        // SAFETY: the only reference to this input row on this thread.
+        add(&self.deltas[self.slot(pos)], unsafe { input.row_mut(w) });
+        stats.traffic.input_rows_written += 1;
     }
 }
 
@@ -212,8 +296,35 @@ fn slot_range(pos: usize, slots: usize, dim: usize) -> Range<usize> {
     s * dim..(s + 1) * dim
 }
 
+/// One thread's window over the stream: the words of the positions in it, and the scratch of
+/// one window's products.
+struct Window<C> {
+    dim: usize,
+    slots: usize,
+    /// Slot `p % slots` holds the word at stream position `p` while it is in a window.
+    words: Vec<u32>,
+    /// The context rows.
+    rows: C,
+    /// The window's targets, its contexts' and targets' rows side by side, the `n x m` errors,
+    /// one column of them and the contexts' updates (`n x d`).
+    targets: Vec<u32>,
+    batch_x: Vec<f32>,
+    batch_y: Vec<f32>,
+    s: Vec<f32>,
+    column: Vec<f32>,
+    pending: Vec<f32>,
+    /// Stream positions of the contexts in `batch_x`.
+    contexts: Vec<usize>,
+}
+
+impl<C> Window<C> {
+    fn word(&self, pos: usize) -> u32 {
+        self.words[pos % self.slots]
+    }
+}
+
 #[inline(always)]
-fn run_stream<const FMA: bool, S: WindowSource>(
+fn run_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
     input: &HogwildMatrix,
     output: &HogwildMatrix,
     sigmoid: &Sigmoid,
@@ -224,59 +335,55 @@ fn run_stream<const FMA: bool, S: WindowSource>(
 ) {
     let d = input.dim();
     let slots = 2 * half + 1;
-    let mut ring = Ring {
+    let mut win = Window {
         dim: d,
         slots,
         words: vec![0; slots],
-        vectors: vec![0.0; slots * d],
-        deltas: vec![0.0; slots * d],
-        pending: vec![0.0; slots * d],
+        rows: C::new(d, half),
         targets: Vec::with_capacity(negative + 1),
         batch_x: vec![0.0; 2 * half * d],
         batch_y: vec![0.0; (negative + 1) * d],
         s: vec![0.0; 2 * half * (negative + 1)],
         column: vec![0.0; 2 * half],
+        pending: vec![0.0; 2 * half * d],
         contexts: vec![0; 2 * half],
     };
     let mut entered = 0usize;
     let mut left = 0usize;
     while let Some(w) = source.next_word(stats) {
-        let r = ring.slot(entered);
-        ring.words[entered % slots] = w;
-        // SAFETY: a shared view dropped at the end of the statement.
-        ring.vectors[r.clone()].copy_from_slice(unsafe { input.row(w) });
-        ring.deltas[r].fill(0.0);
-        stats.traffic.input_rows_read += 1;
+        win.words[entered % slots] = w;
+        win.rows.enter(entered, w, input, stats);
         stats.kept_words += 1;
         entered += 1;
         if entered > half {
             let center = entered - 1 - half;
-            window::<FMA, S>(
-                &mut ring, center, entered, half, output, sigmoid, source, stats,
+            window::<FMA, S, C>(
+                &mut win, center, entered, half, input, output, sigmoid, source, stats,
             );
             while left + half < center + 1 {
-                leave(&mut ring, left, input, stats);
+                win.rows.leave(left, win.word(left), input, stats);
                 left += 1;
             }
         }
     }
     for center in entered.saturating_sub(half)..entered {
-        window::<FMA, S>(
-            &mut ring, center, entered, half, output, sigmoid, source, stats,
+        window::<FMA, S, C>(
+            &mut win, center, entered, half, input, output, sigmoid, source, stats,
         );
     }
     while left < entered {
-        leave(&mut ring, left, input, stats);
+        win.rows.leave(left, win.word(left), input, stats);
         left += 1;
     }
 }
 
-/// Contexts `ring.batch_x[..n]` (ring positions `ring.contexts`) against `targets`, all
-/// distinct: the logits, the errors (`positive_first`: `targets[0]` is the center word), the
-/// contexts' pending updates and the targets' rows in the model.
+/// Contexts `win.batch_x[..n]` against `targets`, all distinct: the logits, the errors
+/// (`positive_first`: `targets[0]` is the center word), the contexts' pending updates
+/// (`win.pending[..n]`) and the targets' rows in the model.
 #[inline(always)]
-fn window_batch<const FMA: bool>(
-    ring: &mut Ring,
+#[allow(clippy::too_many_arguments)]
+fn window_batch<const FMA: bool, C>(
+    win: &mut Window<C>,
     n: usize,
     targets: &[u32],
     positive_first: bool,
@@ -284,17 +391,16 @@ fn window_batch<const FMA: bool>(
     output: &HogwildMatrix,
     sigmoid: &Sigmoid,
 ) {
-    let (d, m) = (ring.dim, targets.len());
-    output.gather(targets, &mut ring.batch_y);
-    let (x, y) = (&ring.batch_x[..n * d], &ring.batch_y[..m * d]);
-    let s = &mut ring.s[..n * m];
+    let (d, m) = (win.dim, targets.len());
+    output.gather(targets, &mut win.batch_y);
+    let (x, y) = (&win.batch_x[..n * d], &win.batch_y[..m * d]);
+    let s = &mut win.s[..n * m];
     batch::logits::<FMA>(x, y, d, n, m, s);
     batch::errors(s, m, alpha, sigmoid, positive_first);
-    for (i, &q) in ring.contexts[..n].iter().enumerate() {
-        let r = slot_range(q, ring.slots, d);
-        batch::combine::<FMA>(&s[i * m..(i + 1) * m], y, d, &mut ring.pending[r]);
+    for (i, pending) in win.pending[..n * d].chunks_exact_mut(d).enumerate() {
+        batch::combine::<FMA>(&s[i * m..(i + 1) * m], y, d, pending);
     }
-    let column = &mut ring.column[..n];
+    let column = &mut win.column[..n];
     for (j, &t) in targets.iter().enumerate() {
         for (i, g) in column.iter_mut().enumerate() {
             *g = s[i * m + j];
@@ -309,11 +415,12 @@ fn window_batch<const FMA: bool>(
 /// function's `target_feature`s, which turns `mul_add` into a libm call (measured 25x slower).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn window<const FMA: bool, S: WindowSource>(
-    ring: &mut Ring,
+fn window<const FMA: bool, S: WindowSource, C: ContextRows>(
+    win: &mut Window<C>,
     center: usize,
     entered: usize,
     half: usize,
+    input: &HogwildMatrix,
     output: &HogwildMatrix,
     sigmoid: &Sigmoid,
     source: &mut S,
@@ -321,20 +428,21 @@ fn window<const FMA: bool, S: WindowSource>(
 ) {
     let lo = center.saturating_sub(half);
     let hi = (center + half).min(entered - 1);
-    let mut targets = std::mem::take(&mut ring.targets);
-    source.targets(ring.words[center % ring.slots], &mut targets);
+    let mut targets = std::mem::take(&mut win.targets);
+    source.targets(win.word(center), &mut targets);
     let alpha = source.alpha();
-    let d = ring.dim;
-    // The window's contexts side by side (from the ring, in L1) and its targets' rows (read
-    // from the model once): one batch of products, as in `gemm`.
+    let d = win.dim;
+    // The window's contexts side by side (from where `C` keeps them) and its targets' rows
+    // (read from the model once): one batch of products, as in `gemm`.
     let mut n = 0;
     for q in (lo..=hi).filter(|&q| q != center) {
-        let r = ring.slot(q);
-        ring.batch_x[n * d..(n + 1) * d].copy_from_slice(&ring.vectors[r.clone()]);
-        ring.pending[r].fill(0.0);
-        ring.contexts[n] = q;
+        let w = win.word(q);
+        let dest = &mut win.batch_x[n * d..(n + 1) * d];
+        win.rows.load(q, w, input, dest, stats);
+        win.contexts[n] = q;
         n += 1;
     }
+    win.pending[..n * d].fill(0.0);
     // Targets one at a time, as the definition has it, is the same as a batch of distinct
     // targets (the contexts are fixed within the window); a repeated negative must see its
     // first occurrence's update, so the targets run in batches that end before a repeat.
@@ -344,8 +452,8 @@ fn window<const FMA: bool, S: WindowSource>(
         while end < targets.len() && !targets[start..end].contains(&targets[end]) {
             end += 1;
         }
-        window_batch::<FMA>(
-            ring,
+        window_batch::<FMA, C>(
+            win,
             n,
             &targets[start..end],
             start == 0,
@@ -355,34 +463,16 @@ fn window<const FMA: bool, S: WindowSource>(
         );
         start = end;
     }
-    let contexts = (hi - lo) as u64;
-    stats.pairs += contexts * targets.len() as u64;
+    stats.pairs += n as u64 * targets.len() as u64;
     stats.traffic.output_rows_read += targets.len() as u64;
     stats.traffic.output_rows_written += targets.len() as u64;
-    ring.targets = targets;
-    for q in lo..=hi {
-        if q != center {
-            let r = ring.slot(q);
-            let (vectors, deltas, pending) = (
-                &mut ring.vectors[r.clone()],
-                &mut ring.deltas[r.clone()],
-                &ring.pending[r],
-            );
-            add(pending, vectors);
-            add(pending, deltas);
-        }
+    win.targets = targets;
+    for i in 0..n {
+        let q = win.contexts[i];
+        let w = win.word(q);
+        win.rows
+            .update(q, w, &win.pending[i * d..(i + 1) * d], input, stats);
     }
-}
-
-/// Position `pos` leaves the window: its summed update goes to the model.
-#[inline(always)]
-fn leave(ring: &mut Ring, pos: usize, input: &HogwildMatrix, stats: &mut EpochStats) {
-    let r = ring.slot(pos);
-    // SAFETY: the only reference to this input row on this thread.
-    add(&ring.deltas[r], unsafe {
-        input.row_mut(ring.words[pos % ring.slots])
-    });
-    stats.traffic.input_rows_written += 1;
 }
 
 /// A fixed stream for the tests: the words, then for each center in order its targets.
@@ -435,7 +525,7 @@ pub fn step_stream(
     targets: &[Vec<u32>],
     alpha: f32,
 ) -> EpochStats {
-    step_stream_on(
+    step_stream_on::<Ring>(
         driver::cpu_has_fma(),
         input,
         output,
@@ -459,12 +549,13 @@ pub fn step_stream_portable(
     targets: &[Vec<u32>],
     alpha: f32,
 ) -> EpochStats {
-    step_stream_on(false, input, output, dim, half, words, targets, alpha)
+    step_stream_on::<Ring>(false, input, output, dim, half, words, targets, alpha)
 }
 
-/// `fma` must be true only where the CPU has AVX2 and FMA.
+/// [`step_stream`] with the context rows held by `C`; `fma` must be true only where the CPU
+/// has AVX2 and FMA.
 #[allow(clippy::too_many_arguments)]
-fn step_stream_on(
+pub(crate) fn step_stream_on<C: ContextRows>(
     fma: bool,
     input: &mut [f32],
     output: &mut [f32],
@@ -487,7 +578,7 @@ fn step_stream_on(
         alpha,
     };
     let mut stats = EpochStats::default();
-    run_stream_dispatch(
+    run_stream_dispatch::<_, C>(
         &input,
         &output,
         &sigmoid,

@@ -20,6 +20,8 @@
 //!   negatives as three small matrix products, written back once per batch.
 //! - [`Full`] (`full`): fixed window `ceil(W/2)`, targets one at a time held locally, context
 //!   vectors held in a ring buffer for their lifetime in the window.
+//! - [`FullRegister`] (`full-register`): FULL-W2V's ablation FULL-Register, `full` without the
+//!   ring buffer: every window reads its context rows from the model and writes them back.
 //!
 //! [`Distributed`] (`distributed`, pWord2Vec's data parallelism) also implements [`Trainer`]:
 //! every rank (in-process, or an MPI process through [`distributed::train_rank`]) runs one of
@@ -75,6 +77,7 @@ pub mod distributed;
 mod driver;
 pub mod eval;
 pub mod full;
+pub mod full_register;
 pub mod gemm;
 pub mod generate;
 pub mod hogwild;
@@ -89,6 +92,7 @@ mod vecops;
 pub use corpus::{Corpus, CorpusError, CorpusOptions, MAX_SENTENCE_WORDS};
 pub use distributed::{Distributed, SyncOptions};
 pub use full::Full;
+pub use full_register::FullRegister;
 pub use gemm::Gemm;
 pub use hogwild::Hogwild;
 pub use model::Model;
@@ -124,7 +128,12 @@ pub trait Trainer: Send + Sync {
 
 /// Every variant, in the order the tables list them.
 pub fn variants() -> Vec<Box<dyn Trainer>> {
-    vec![Box::new(Hogwild), Box::new(Gemm), Box::new(Full)]
+    vec![
+        Box::new(Hogwild),
+        Box::new(Gemm),
+        Box::new(Full),
+        Box::new(FullRegister),
+    ]
 }
 
 /// The variant called `name`, if there is one.

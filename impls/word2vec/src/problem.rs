@@ -62,10 +62,10 @@ pub struct TrainParams {
     /// Embedding dimension d.
     pub dim: usize,
     /// Maximum window W: `hogwild` and `gemm` draw a reduced window in `[1, W]` per center word;
-    /// `full` uses the fixed `ceil(W / 2)`.
+    /// `full` and `full-register` use the fixed `ceil(W / 2)`.
     pub window: usize,
     /// Negative samples K per (context, center) pair (`hogwild`) or per center word (`gemm`,
-    /// `full`, shared by its whole context).
+    /// `full`, `full-register`, shared by its whole context).
     pub negative: usize,
     /// Subsampling threshold t (word2vec.c `-sample`); 0 keeps every word.
     pub sample: f64,
@@ -183,8 +183,8 @@ pub struct EpochReport {
 pub enum Control {
     /// Keep training.
     Continue,
-    /// Stop soon: every thread finishes the sentence (or, for `full`, the block of words) it is
-    /// in, and the output holds the model reached.
+    /// Stop soon: every thread finishes the sentence (or, for `full` and `full-register`, the
+    /// block of words) it is in, and the output holds the model reached.
     Stop,
 }
 

@@ -6,8 +6,8 @@ use parbench_common::rng::Rng;
 use word2vec::reference::{cosine, pair_update, sgns_loss, sigmoid};
 use word2vec::sampling::{keep_probability, NegativeSampler, Subsampler};
 use word2vec::{
-    full, gemm, hogwild, variant_names, variants, Control, Corpus, EpochReport, EpochStats,
-    TrainOutput, TrainParams, Trainer, W2vError,
+    full, full_register, gemm, hogwild, variant_names, variants, Control, Corpus, EpochReport,
+    EpochStats, TrainOutput, TrainParams, Trainer, W2vError,
 };
 
 fn quiet(_: &EpochReport) -> Control {
@@ -96,6 +96,13 @@ fn full_step(path: &str) -> StreamStep {
     match path {
         "portable" => full::step_stream_portable,
         _ => full::step_stream,
+    }
+}
+
+fn full_register_step(path: &str) -> StreamStep {
+    match path {
+        "portable" => full_register::step_stream_portable,
+        _ => full_register::step_stream,
     }
 }
 
@@ -429,9 +436,83 @@ fn full_stream_matches_its_definition_over_many_windows_on_every_kernel_path() {
             // Lifetime reuse: every word's input row is read once and written once.
             assert_eq!(stats.traffic.input_rows_read, len as u64, "{what}");
             assert_eq!(stats.traffic.input_rows_written, len as u64, "{what}");
+            // Without the ring buffer (distinct words: the same definition), once per window.
+            let (mut i3, mut o3) = (input.clone(), output.clone());
+            let fr = full_register_step(path)(&mut i3, &mut o3, d, half, &words, &targets, 0.05);
+            let what = format!("full-register, {what}");
+            assert_close(&format!("{what}: input"), &i3, &i2, 3e-5);
+            assert_close(&format!("{what}: output"), &o3, &o2, 3e-5);
+            let slots = context_slots(len, half);
+            assert_eq!(fr.traffic.input_rows_read, slots, "{what}");
+            assert_eq!(fr.traffic.input_rows_written, slots, "{what}");
+            assert_eq!(fr.traffic.output_rows_read, stats.traffic.output_rows_read);
+            assert_eq!(fr.pairs, stats.pairs, "{what}");
         }
     }
-    report_paths("full against its f64 definition", &paths);
+    report_paths(
+        "full and full-register against their f64 definition",
+        &paths,
+    );
+}
+
+/// Context slots of the windows over a stream of `len` words with the fixed reach `half`: the
+/// window of position `p` has `min(p, half) + min(len - 1 - p, half)` contexts, so each
+/// distance `k = 1..=half` contributes `2 (len - k)` (none once `k >= len`); `2 half len -
+/// half (half + 1)` when `len > half`.
+fn context_slots(len: usize, half: usize) -> u64 {
+    (1..=half).map(|k| 2 * len.saturating_sub(k) as u64).sum()
+}
+
+#[test]
+fn full_register_stream_matches_its_definition_with_words_repeated_in_a_window() {
+    // `reference_full` updates the model after every window, which is `full-register`'s
+    // definition whatever the words (for `full` only when no word repeats within a window). A
+    // vocabulary of 5 words over streams of up to 14 repeats words inside windows, and targets
+    // repeat too.
+    let paths = simd_paths();
+    for (half, len, d) in [
+        (1usize, 7usize, 9usize),
+        (2, 11, 16),
+        (3, 14, 33),
+        (5, 3, 8),
+    ] {
+        let v = 5;
+        let mut rng = Rng::new((half * 7919 + len) as u64);
+        let input = random_matrix(&mut rng, v, d, 1.0);
+        let output = random_matrix(&mut rng, v, d, 1.0);
+        let words: Vec<u32> = (0..len).map(|_| rng.below(v as u64) as u32).collect();
+        let targets: Vec<Vec<u32>> = words
+            .iter()
+            .map(|&w| {
+                let mut t = vec![w];
+                t.extend(
+                    (0..4)
+                        .map(|_| rng.below(v as u64) as u32)
+                        .filter(|&x| x != w),
+                );
+                t
+            })
+            .collect();
+        let (mut i2, mut o2) = (input.clone(), output.clone());
+        reference_full(&mut i2, &mut o2, d, half, &words, &targets, 0.05);
+        for &path in &paths {
+            let (mut i1, mut o1) = (input.clone(), output.clone());
+            let stats = full_register_step(path)(&mut i1, &mut o1, d, half, &words, &targets, 0.05);
+            let what = format!("{path}: half {half}, {len} words {words:?}, d {d}");
+            assert_close(&format!("{what}: input"), &i1, &i2, 3e-5);
+            assert_close(&format!("{what}: output"), &o1, &o2, 3e-5);
+            let targets_moved: u64 = targets.iter().map(|t| t.len() as u64).sum();
+            assert_eq!(
+                stats.traffic.input_rows_read,
+                context_slots(len, half),
+                "{what}"
+            );
+            assert_eq!(stats.traffic.input_rows_written, context_slots(len, half));
+            assert_eq!(stats.traffic.output_rows_read, targets_moved, "{what}");
+            assert_eq!(stats.traffic.output_rows_written, targets_moved, "{what}");
+        }
+    }
+    report_paths("full-register with repeated words", &paths);
 }
 
 #[test]
@@ -532,6 +613,12 @@ fn counters_follow_each_variants_access_pattern_and_full_moves_the_least() {
                 assert_eq!(t.input_rows_read, e.kept_words, "{name}");
                 assert_eq!(t.input_rows_written, e.kept_words, "{name}");
             }
+            "full-register" => {
+                // Every context row read and written once per window it is in.
+                assert_eq!(t.input_rows_read, t.input_rows_written, "{name}");
+                assert_eq!(t.output_rows_read, t.output_rows_written, "{name}");
+                assert!(t.input_rows_read > e.kept_words, "{name}");
+            }
             other => panic!("{name}: no access pattern stated for {other}"),
         }
         bytes.push((
@@ -550,6 +637,14 @@ fn counters_follow_each_variants_access_pattern_and_full_moves_the_least() {
         };
         assert!(of(&label("full")) < of(&label("gemm")), "{bytes:?}");
         assert!(of(&label("gemm")) < of(&label("hogwild")), "{bytes:?}");
+        assert!(
+            of(&label("full")) < of(&label("full-register")),
+            "{bytes:?}"
+        );
+        assert!(
+            of(&label("full-register")) < of(&label("hogwild")),
+            "{bytes:?}"
+        );
     }
 }
 
@@ -647,7 +742,7 @@ fn pairs_and_flops_follow_a_hand_count_on_tiny_corpora() {
                     .unwrap()
             };
             let expected: u64 = match case.inner {
-                "full" => {
+                "full" | "full-register" => {
                     let shards = if ranks == 1 {
                         vec![n]
                     } else {
@@ -671,6 +766,209 @@ fn pairs_and_flops_follow_a_hand_count_on_tiny_corpora() {
             let flops = 6.0 * params.dim as f64 * (epochs as u64 * expected) as f64;
             assert_eq!(out.flops, flops, "{name}: flops");
         }
+    }
+}
+
+/// The model rows one run moved in its only epoch.
+fn traffic_of(name: &str, corpus: &Corpus, params: &TrainParams) -> (EpochStats, u64) {
+    let v = word2vec::variant(name).expect("a variant");
+    let out = train(v.as_ref(), corpus, params);
+    assert_eq!(out.epochs.len(), 1, "{name}");
+    let e = out.epochs[0];
+    let bytes = e.traffic.bytes_read(params.dim) + e.traffic.bytes_written(params.dim);
+    (e, bytes)
+}
+
+#[test]
+fn model_traffic_follows_a_hand_count_on_tiny_corpora() {
+    // One thread, no subsampling, one epoch: the rows moved follow from the line lengths, the
+    // window and the targets per window `m` alone. `m = K + 1` less the negatives that draw the
+    // center (skipped), which only the seed decides; the two exact cases make `m = 1` (no
+    // negatives, or a one-word vocabulary where every negative is the center), the third has
+    // `K = 5` and checks what does not depend on `m` exactly.
+    //
+    // Stream of L words (lines ignored), fixed reach W_f = ceil(W / 2), context slots
+    // C = sum_p n_p = 2 W_f L - W_f (W_f + 1); hogwild's (context, center) pairs P per line:
+    //   full          input L read, L written;   output L m read, L m written
+    //   full-register input C read, C written;   output L m read, L m written
+    //   hogwild       input P read, P written;   output P m read, P m written
+    // and every row is 4 d bytes.
+    struct Case {
+        lines: Vec<usize>,
+        vocab: usize,
+        window: usize,
+        negative: usize,
+        /// Hogwild's pairs per line, or `None` where its random reduced window decides it.
+        hogwild_pairs_per_line: fn(usize) -> u64,
+        /// Targets per window where every one is known.
+        m: Option<u64>,
+    }
+    let cases = [
+        // W = 1: every reduced window is 1, W_f = 1: 2 (l - 1) pairs in a line of l.
+        Case {
+            lines: vec![4, 3, 5],
+            vocab: 5,
+            window: 1,
+            negative: 0,
+            hogwild_pairs_per_line: |l| 2 * (l as u64 - 1),
+            m: Some(1),
+        },
+        // W = 4, W_f = 2, 3 negatives all equal to the one word: lines of 2 words, which any
+        // reduced window in 1..=4 covers: 2 pairs a line.
+        Case {
+            lines: vec![2; 7],
+            vocab: 1,
+            window: 4,
+            negative: 3,
+            hogwild_pairs_per_line: |_| 2,
+            m: Some(1),
+        },
+        // K = 5 over 5 words: the input rows are still exact.
+        Case {
+            lines: vec![4, 3, 5],
+            vocab: 5,
+            window: 1,
+            negative: 5,
+            hogwild_pairs_per_line: |l| 2 * (l as u64 - 1),
+            m: None,
+        },
+    ];
+    for case in cases {
+        let corpus = corpus_of_lines(&case.lines, case.vocab);
+        let params = TrainParams {
+            dim: 8,
+            window: case.window,
+            negative: case.negative,
+            sample: 0.0,
+            epochs: 1,
+            threads: 1,
+            seed: 5,
+            ..small_params()
+        };
+        let what = format!(
+            "lines {:?}, window {}, {} negatives",
+            case.lines, case.window, case.negative
+        );
+        let len: usize = case.lines.iter().sum();
+        let l = len as u64;
+        let half = case.window.div_ceil(2);
+        let slots = 2 * (half * len) as u64 - (half * (half + 1)) as u64;
+        assert_eq!(slots, context_slots(len, half));
+        let pairs: u64 = case
+            .lines
+            .iter()
+            .map(|&n| (case.hogwild_pairs_per_line)(n))
+            .sum();
+        let row = 4 * params.dim as u64;
+        let (full, full_bytes) = traffic_of("full", &corpus, &params);
+        let (reg, reg_bytes) = traffic_of("full-register", &corpus, &params);
+        let (hog, hog_bytes) = traffic_of("hogwild", &corpus, &params);
+        for (name, e, input_rows) in [
+            ("full", &full, l),
+            ("full-register", &reg, slots),
+            ("hogwild", &hog, pairs),
+        ] {
+            let t = e.traffic;
+            assert_eq!(t.input_rows_read, input_rows, "{name}, {what}");
+            assert_eq!(t.input_rows_written, input_rows, "{name}, {what}");
+            assert_eq!(t.output_rows_read, t.output_rows_written, "{name}, {what}");
+        }
+        // full and full-register draw the same targets (the same stream of draws).
+        let t = full.traffic.output_rows_read;
+        assert_eq!(reg.traffic.output_rows_read, t, "{what}");
+        assert!(
+            l <= t && t <= l * (params.negative as u64 + 1),
+            "{what}: {t}"
+        );
+        let h = hog.traffic.output_rows_read;
+        assert_eq!(h, hog.pairs, "hogwild, {what}: one output row per pair");
+        if let Some(m) = case.m {
+            assert_eq!(t, l * m, "{what}");
+            assert_eq!(h, pairs * m, "{what}");
+            assert_eq!(full_bytes, 2 * (l + l * m) * row, "full, {what}");
+            assert_eq!(
+                reg_bytes,
+                2 * (slots + l * m) * row,
+                "full-register, {what}"
+            );
+            assert_eq!(hog_bytes, 2 * (pairs + pairs * m) * row, "hogwild, {what}");
+        }
+    }
+}
+
+#[test]
+fn full_traffic_is_flat_in_the_window_while_hogwild_grows_linearly() {
+    // FULL-W2V Section 3.2: `full` moves each context row once per lifetime, so its rows per
+    // word do not depend on the window (1 + m: the word's input row and its window's targets);
+    // `full-register` moves 2 W_f + m per word and `hogwild` about (W + 1)(1 + m), the mean
+    // reduced window being (W + 1) / 2 on each side. One thread, no subsampling, 500-word
+    // sentences, so the ends of sentences and of the stream hardly count.
+    let spec = word2vec::generate::PlantedSpec {
+        groups: 4,
+        group_words: 25,
+        sentence_words: 500,
+        words: 30_000,
+    };
+    let corpus = spec.corpus(3).unwrap();
+    let n = corpus.num_words();
+    let sentences = n / spec.sentence_words as u64;
+    let k = 5u64;
+    let at = |window: usize| TrainParams {
+        dim: 16,
+        window,
+        negative: k as usize,
+        sample: 0.0,
+        epochs: 1,
+        threads: 1,
+        ..small_params()
+    };
+    let (_, full_2) = traffic_of("full", &corpus, &at(2));
+    let (_, hog_2) = traffic_of("hogwild", &corpus, &at(2));
+    for window in [2usize, 4, 7, 10] {
+        let params = at(window);
+        let half = window.div_ceil(2);
+        let (full, full_bytes) = traffic_of("full", &corpus, &params);
+        let (reg, _) = traffic_of("full-register", &corpus, &params);
+        let (hog, hog_bytes) = traffic_of("hogwild", &corpus, &params);
+        let what = format!("window {window}");
+        // Exact: one input row per word for full, one per context slot for full-register.
+        assert_eq!(full.traffic.input_rows_read, n, "{what}");
+        assert_eq!(
+            reg.traffic.input_rows_read,
+            context_slots(n as usize, half),
+            "{what}"
+        );
+        // Targets per window: K + 1 less the few negatives that draw the center (1 in 25
+        // words of a sentence's group, 1 in 100 of all: under 2%).
+        let m = full.traffic.output_rows_read as f64 / n as f64;
+        assert!(
+            m <= (k + 1) as f64 && m > 0.98 * (k + 1) as f64,
+            "{what}: m {m}"
+        );
+        let flat = full_bytes as f64 / full_2 as f64;
+        assert!(
+            (flat - 1.0).abs() < 0.005,
+            "{what}: full's bytes {flat} x window 2's"
+        );
+        // Hogwild's expected pairs: a reduced window b uniform in 1..=W gives a line of l
+        // words 2 b l - b (b + 1) pairs.
+        let l = spec.sentence_words as f64;
+        let expected: f64 = sentences as f64
+            * (1..=window)
+                .map(|b| (2 * b) as f64 * l - (b * (b + 1)) as f64)
+                .sum::<f64>()
+            / window as f64;
+        let pairs = hog.traffic.input_rows_read as f64;
+        assert!(
+            (pairs / expected - 1.0).abs() < 0.015,
+            "{what}: hogwild's pairs {pairs}, expected {expected}"
+        );
+        let growth = hog_bytes as f64 / hog_2 as f64;
+        let linear = (window + 1) as f64 / 3.0;
+        assert!(
+            (growth / linear - 1.0).abs() < 0.02,
+            "{what}: hogwild's bytes {growth} x window 2's, expected about (W + 1) / 3 = {linear}"
+        );
     }
 }
 
@@ -876,7 +1174,7 @@ fn one_rank_counts_its_exchanges_but_sends_and_averages_nothing() {
         rare_every: usize::MAX,
         ..every.clone()
     };
-    for inner in ["hogwild", "gemm", "full"] {
+    for inner in ["hogwild", "gemm", "full", "full-register"] {
         let a = distributed(inner, 1, every.clone())
             .train_ranks(&corpus, &params, &mut quiet)
             .unwrap();
@@ -907,7 +1205,12 @@ fn distributed_ranks_end_with_one_model_and_learn_the_planted_groups() {
         alpha: 0.025,
         ..small_params()
     };
-    for (inner, ranks) in [("gemm", 2), ("hogwild", 3), ("full", 2)] {
+    for (inner, ranks) in [
+        ("gemm", 2),
+        ("hogwild", 3),
+        ("full", 2),
+        ("full-register", 2),
+    ] {
         let sync = SyncOptions {
             sync_words: 2000,
             hot_words: 5,
@@ -998,7 +1301,7 @@ fn a_stop_on_any_rank_ends_every_rank_at_the_same_exchange_with_one_model() {
     let shard = corpus.num_words() / 2;
     let per_epoch = shard.div_ceil(150) as usize;
     for stopper in [0usize, 1] {
-        for inner in ["hogwild", "gemm", "full"] {
+        for inner in ["hogwild", "gemm", "full", "full-register"] {
             // Rank `stopper` stops at the end of epoch 1 (its second closing report).
             let runs = parbench_common::comm::threads::run_threads(2, |comm| {
                 let me = comm.rank();
@@ -1037,7 +1340,7 @@ fn shards_needing_different_segment_counts_still_exchange_in_step() {
         sync_words: 457,
         ..suite_sync()
     };
-    for inner in ["hogwild", "gemm", "full"] {
+    for inner in ["hogwild", "gemm", "full", "full-register"] {
         let runs = distributed(inner, 2, sync.clone())
             .train_ranks(&corpus, &params, &mut quiet)
             .unwrap_or_else(|e| panic!("{inner}: {e}"));
