@@ -74,7 +74,7 @@ fn train(fx: &Fixture, extra: &[&str]) -> Output {
 #[test]
 fn train_prints_one_line_of_top_words_per_topic() {
     let fx = Fixture::new();
-    for variant in ["sequential", "sparse", "sync", "async"] {
+    for variant in lda::variant_names() {
         let out = train(&fx, &["--variant", variant, "--top-words", "3"]);
         assert!(out.status.success(), "{variant}: {}", stderr(&out));
         let text = stdout(&out);

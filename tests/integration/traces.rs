@@ -186,7 +186,7 @@ paper: none
 reproduces: none
 family: lda
 data: { source: synthetic, seed: 3 }
-variants: [sequential, sparse, sync, async]
+variants: [sequential, sparse, mh, sync, async]
 params: { docs: 60, words: 40, true_topics: 3, min_len: 10, max_len: 20, topics: 3, iters: 12, checkpoint_docs: 5, likelihood_every: 1, threads: 2 }
 repetitions: 1
 warmup: 0
@@ -199,7 +199,7 @@ fn ldas_trace_has_every_iteration_and_ends_at_the_final_loglik() {
     let tmp = tempfile::tempdir().unwrap();
     let summary = run_experiment(tmp.path(), "lda.yaml", LDA);
     let traces = results::read_traces(&tmp.path().join("run")).unwrap();
-    assert_eq!(summary.rows.len(), 4);
+    assert_eq!(summary.rows.len(), 5);
     for row in &summary.rows {
         let steps = run_trace(&traces, row);
         let numbers: Vec<usize> = steps.iter().map(|t| t.step).collect();
@@ -214,7 +214,7 @@ fn ldas_trace_has_every_iteration_and_ends_at_the_final_loglik() {
         }
         let last = steps.last().unwrap().metrics["loglik"];
         let fin = row.metrics["final_loglik"];
-        if matches!(row.variant.as_str(), "sequential" | "sparse") {
+        if matches!(row.variant.as_str(), "sequential" | "sparse" | "mh") {
             // One thread: the same sum over the same final state.
             assert_eq!(last, fin, "{}: trace's last vs final", row.variant);
         } else {

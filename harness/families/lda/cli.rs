@@ -33,7 +33,8 @@ pub enum LdaCommand {
     stop words and words seen fewer than --min-count times removed.\n\
     A file name that does not exist here is looked up in the data dir (--data-dir, $PARBENCH_DATA).\n\n\
     Variants: sequential (the standard sampler), sparse (SparseLDA buckets: same distribution, faster \
-    for large K), sync (AD-LDA: P workers merge at every checkpoint and wait for each other), async \
+    for large K), mh (Metropolis-Hastings with word and document proposals: O(1) per token), sync \
+    (AD-LDA: P workers merge at every checkpoint and wait for each other), async \
     (the paper's master-worker: each worker exchanges its delta with the master on its own).\n\n\
     Output: the topics on stdout (or one JSON object with --json: final log-likelihood, tokens per \
     second, time split per worker, merges, parameters, top words); progress and timings on stderr. \

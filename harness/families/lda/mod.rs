@@ -1,7 +1,7 @@
-//! The LDA family: collapsed Gibbs sampling (`sequential`, `sparse`, `sync` AD-LDA, `async`
-//! master-worker) from the `lda` crate, on a UCI bag-of-words corpus (KOS), a text corpus
-//! (20 Newsgroups archive, one-article-per-line wiki17m) or a seeded synthetic corpus drawn from
-//! LDA's generative model.
+//! The LDA family: collapsed Gibbs sampling (`sequential`, `sparse`, `mh` Metropolis-Hastings,
+//! `sync` AD-LDA, `async` master-worker) from the `lda` crate, on a UCI bag-of-words corpus
+//! (KOS), a text corpus (20 Newsgroups archive, one-article-per-line wiki17m) or a seeded
+//! synthetic corpus drawn from LDA's generative model.
 //!
 //! Conventions of this adapter:
 //! - `threads` is the number of workers of `sync` and `async` (each worker is one thread; the
@@ -38,7 +38,7 @@
 //!
 //! Cost of `prepare`: one pass over the file (UCI: O(NNZ + tokens); text: two streaming passes);
 //! `run`: O(iterations x tokens x K) for the standard sampler, about O(iterations x tokens x
-//! nonzero topics) for `sparse`.
+//! nonzero topics) for `sparse`, O(iterations x tokens x steps) for `mh`.
 
 pub mod cli;
 

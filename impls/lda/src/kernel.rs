@@ -1,6 +1,6 @@
 //! The per-token machinery every variant shares: the `Kernel` contract of a collapsed Gibbs
 //! sampler over one document at a time, the sweep that drives it, and the single-threaded run
-//! used by `sequential` and `sparse`.
+//! used by `sequential`, `sparse` and `mh` (`mh` brings its own corpus sweep, `CorpusSweep`).
 //!
 //! A kernel owns only derived caches (1 / (n_k + W beta), bucket sums, nonzero lists); the
 //! counts live in `Tables` (n_kw, n_k) and the caller's n_dk row, so the same kernel runs on
@@ -225,6 +225,44 @@ pub fn conditional_draw_counts(
     Ok(counts)
 }
 
+/// One Gibbs sweep over the whole corpus, documents in corpus order: what the single-threaded
+/// driver [`train_single_with`] repeats. The per-document kernels run through
+/// [`KernelDriver`]; `mh` sweeps with its own token loop.
+pub(crate) trait CorpusSweep {
+    fn sweep_corpus(
+        &mut self,
+        corpus: &Corpus,
+        assignments: &mut [Vec<u32>],
+        doc_topic: &mut [u32],
+        tables: &mut Tables,
+        rng: &mut Rng,
+    );
+}
+
+/// A [`Kernel`] run document by document over the corpus.
+pub(crate) struct KernelDriver(Box<dyn KernelSweep>);
+
+impl CorpusSweep for KernelDriver {
+    fn sweep_corpus(
+        &mut self,
+        corpus: &Corpus,
+        assignments: &mut [Vec<u32>],
+        doc_topic: &mut [u32],
+        tables: &mut Tables,
+        rng: &mut Rng,
+    ) {
+        let k = tables.topics;
+        for ((words, z), ndk) in corpus
+            .docs()
+            .iter()
+            .zip(assignments.iter_mut())
+            .zip(doc_topic.chunks_mut(k))
+        {
+            self.0.sweep(words, z, ndk, tables, rng, None);
+        }
+    }
+}
+
 /// The single-threaded run of `sequential` and `sparse`: one stream, documents in corpus order,
 /// so a seed fixes every draw.
 pub(crate) fn train_single(
@@ -232,6 +270,21 @@ pub(crate) fn train_single(
     corpus: &Corpus,
     params: &LdaParams,
     progress: &mut dyn FnMut(&IterationReport) -> Control,
+) -> Result<LdaOutput, LdaError> {
+    train_single_with(corpus, params, progress, |tables, _| {
+        KernelDriver(make_kernel(inner, params, corpus.num_words(), tables))
+    })
+}
+
+/// The single-threaded driver: validates `params`, draws the initial state of `params.seed`,
+/// builds the sweeper from it with `build` (given the tables and the initial assignments), runs
+/// `params.iterations` sweeps on the stream `SEQUENTIAL_STREAM` with the progress reports,
+/// likelihood trace and invariant checks of the contract, and assembles the output.
+pub(crate) fn train_single_with<S: CorpusSweep>(
+    corpus: &Corpus,
+    params: &LdaParams,
+    progress: &mut dyn FnMut(&IterationReport) -> Control,
+    build: impl FnOnce(&Tables, &[Vec<u32>]) -> S,
 ) -> Result<LdaOutput, LdaError> {
     params.validate()?;
     let k = params.topics;
@@ -248,7 +301,7 @@ pub(crate) fn train_single(
         word_topic,
         topic_totals,
     };
-    let mut kernel = make_kernel(inner, params, corpus.num_words(), &tables);
+    let mut sweeper = build(&tables, &assignments);
     let mut rng = Rng::stream(params.seed, SEQUENTIAL_STREAM);
     let lengths: Vec<usize> = corpus.docs().iter().map(Vec::len).collect();
     let mut trace = Vec::new();
@@ -259,14 +312,13 @@ pub(crate) fn train_single(
     let mut completed = 0;
     for iteration in 1..=params.iterations {
         let sweep_start = Instant::now();
-        for ((words, z), ndk) in corpus
-            .docs()
-            .iter()
-            .zip(assignments.iter_mut())
-            .zip(doc_topic.chunks_mut(k))
-        {
-            kernel.sweep(words, z, ndk, &mut tables, &mut rng, None);
-        }
+        sweeper.sweep_corpus(
+            corpus,
+            &mut assignments,
+            &mut doc_topic,
+            &mut tables,
+            &mut rng,
+        );
         stats.sampling_seconds += sweep_start.elapsed().as_secs_f64();
         stats.tokens_sampled += tokens_per_iteration;
         completed = iteration;

@@ -10,6 +10,10 @@
 //! - [`Sequential`] (`sequential`): the standard O(K)-per-token sampler; bit-for-bit repeatable.
 //! - [`Sparse`] (`sparse`): SparseLDA's smoothing / document / topic-word buckets, the same
 //!   distribution at about O(nonzero topics) per token.
+//! - [`MetropolisHastings`] (`mh`): LightLDA / WarpLDA-style Metropolis-Hastings, O(1) per token
+//!   whatever K: alternating word proposals (n_kw + beta) and document proposals
+//!   (n_dk + alpha), each drawn from a random other token's topic, accepted against the exact
+//!   collapsed conditional; bit-for-bit repeatable.
 //! - [`SyncMasterWorker`] (`sync`): AD-LDA, `workers` threads with a barrier and a merge at every
 //!   checkpoint; repeatable for a seed and worker count.
 //! - [`AsyncMasterWorker`] (`async`): the paper's asynchronous master-worker; dense or sparse
@@ -58,6 +62,7 @@ pub mod corpus;
 pub mod generate;
 pub mod kernel;
 pub mod math;
+pub mod metropolis;
 pub mod model;
 pub mod parallel;
 pub mod problem;
@@ -72,6 +77,7 @@ pub use asynchronous::AsyncMasterWorker;
 pub use corpus::{Corpus, CorpusError, TextOptions};
 pub use generate::{generate, SyntheticCorpus, SyntheticSpec};
 pub use kernel::conditional_draw_counts;
+pub use metropolis::{mh_chain_visits, MetropolisHastings};
 pub use model::LdaState;
 pub use problem::{
     Control, DeltaEncoding, InnerSampler, InvariantRecord, InvariantViolation, IterationReport,
@@ -149,6 +155,7 @@ pub fn variants() -> Vec<Box<dyn LdaSampler>> {
     vec![
         Box::new(Sequential),
         Box::new(Sparse),
+        Box::new(MetropolisHastings::default()),
         Box::new(SyncMasterWorker),
         Box::new(AsyncMasterWorker),
     ]
