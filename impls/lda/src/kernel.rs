@@ -178,56 +178,83 @@ impl<K: Kernel + 'static> KernelSweep for K {
     }
 }
 
-/// Test hook: how often `inner` draws each topic for token `(doc, position)` in `state`, over `draws` independent draws from the same conditional (the token is removed once,
-/// then drawn `draws` times without being put back). Returns K counts.
+/// One token of a state, taken out for the test hooks that sample its conditional: its word and
+/// topic, and copies of the counts (its document's row, n_kw, n_k) with `params` at the
+/// state's K, the token still counted.
+pub(crate) struct TokenProbe {
+    pub word: u32,
+    pub topic: u32,
+    pub params: LdaParams,
+    pub tables: Tables,
+    pub ndk: Vec<u32>,
+}
+
+impl TokenProbe {
+    /// Token `(doc, position)` of `state`, or the error naming it when there is none.
+    pub(crate) fn new(
+        corpus: &Corpus,
+        state: &LdaState,
+        params: &LdaParams,
+        (doc, position): (usize, usize),
+    ) -> Result<TokenProbe, LdaError> {
+        params.validate()?;
+        let k = state.topics();
+        let &word = corpus
+            .docs()
+            .get(doc)
+            .and_then(|words| words.get(position))
+            .ok_or(LdaError::NoSuchToken { doc, position })?;
+        Ok(TokenProbe {
+            word,
+            topic: state.assignments()[doc][position],
+            params: LdaParams {
+                topics: k,
+                ..params.clone()
+            },
+            tables: Tables {
+                topics: k,
+                word_topic: state.word_topic().to_vec(),
+                topic_totals: state.topic_totals().to_vec(),
+            },
+            ndk: state.doc_topic()[doc * k..(doc + 1) * k].to_vec(),
+        })
+    }
+}
+
+/// Test hook: how often `inner` draws each topic for token `(doc, position)` in `state`, over
+/// `draws` independent draws from the same conditional (the token is removed once, then drawn
+/// `draws` times without being put back). Returns K counts.
 pub fn conditional_draw_counts(
     inner: InnerSampler,
     corpus: &Corpus,
     state: &LdaState,
     params: &LdaParams,
-    (doc, position): (usize, usize),
+    token: (usize, usize),
     draws: usize,
     seed: u64,
 ) -> Result<Vec<u64>, LdaError> {
-    params.validate()?;
-    let k = state.topics();
-    let words = corpus
-        .docs()
-        .get(doc)
-        .ok_or(LdaError::NoSuchToken { doc, position })?;
-    let &w = words
-        .get(position)
-        .ok_or(LdaError::NoSuchToken { doc, position })?;
-    let old = state.assignments()[doc][position];
-    let mut tables = Tables {
-        topics: k,
-        word_topic: state.word_topic().to_vec(),
-        topic_totals: state.topic_totals().to_vec(),
-    };
-    let mut ndk = state.doc_topic()[doc * k..(doc + 1) * k].to_vec();
-    let mut kernel = make_kernel(
-        inner,
-        &LdaParams {
-            topics: k,
-            ..params.clone()
-        },
-        corpus.num_words(),
-        &tables,
-    );
+    let TokenProbe {
+        word,
+        topic,
+        params,
+        mut tables,
+        mut ndk,
+    } = TokenProbe::new(corpus, state, params, token)?;
+    let mut kernel = make_kernel(inner, &params, corpus.num_words(), &tables);
     let kernel = kernel.as_kernel();
     kernel.begin(&ndk, &tables);
-    kernel.remove_one(w, old, &mut ndk, &mut tables);
+    kernel.remove_one(word, topic, &mut ndk, &mut tables);
     let mut rng = Rng::new(seed);
-    let mut counts = vec![0u64; k];
+    let mut counts = vec![0u64; params.topics];
     for _ in 0..draws {
-        counts[kernel.draw_one(w, &ndk, &tables, &mut rng) as usize] += 1;
+        counts[kernel.draw_one(word, &ndk, &tables, &mut rng) as usize] += 1;
     }
     Ok(counts)
 }
 
 /// One Gibbs sweep over the whole corpus, documents in corpus order: what the single-threaded
-/// driver [`train_single_with`] repeats. The per-document kernels run through
-/// [`KernelDriver`]; `mh` sweeps with its own token loop.
+/// driver [`train_single_with`] repeats. The per-document kernels sweep document by document;
+/// `mh` sweeps with its own token loop.
 pub(crate) trait CorpusSweep {
     fn sweep_corpus(
         &mut self,
@@ -239,10 +266,7 @@ pub(crate) trait CorpusSweep {
     );
 }
 
-/// A [`Kernel`] run document by document over the corpus.
-pub(crate) struct KernelDriver(Box<dyn KernelSweep>);
-
-impl CorpusSweep for KernelDriver {
+impl CorpusSweep for Box<dyn KernelSweep> {
     fn sweep_corpus(
         &mut self,
         corpus: &Corpus,
@@ -258,7 +282,7 @@ impl CorpusSweep for KernelDriver {
             .zip(assignments.iter_mut())
             .zip(doc_topic.chunks_mut(k))
         {
-            self.0.sweep(words, z, ndk, tables, rng, None);
+            self.sweep(words, z, ndk, tables, rng, None);
         }
     }
 }
@@ -272,7 +296,7 @@ pub(crate) fn train_single(
     progress: &mut dyn FnMut(&IterationReport) -> Control,
 ) -> Result<LdaOutput, LdaError> {
     train_single_with(corpus, params, progress, |tables, _| {
-        KernelDriver(make_kernel(inner, params, corpus.num_words(), tables))
+        make_kernel(inner, params, corpus.num_words(), tables)
     })
 }
 

@@ -76,7 +76,7 @@
 //! `sequential`'s; the distribution of the chain is the same collapsed Gibbs target.
 
 use crate::corpus::Corpus;
-use crate::kernel::{train_single_with, CorpusSweep, Tables};
+use crate::kernel::{train_single_with, CorpusSweep, Tables, TokenProbe};
 use crate::model::LdaState;
 use crate::problem::{Control, IterationReport, LdaError, LdaOutput, LdaParams};
 use crate::LdaSampler;
@@ -379,37 +379,25 @@ pub fn mh_chain_visits(
     thin: usize,
     seed: u64,
 ) -> Result<Vec<u64>, LdaError> {
-    params.validate()?;
-    let k = state.topics();
-    let params = LdaParams {
-        topics: k,
-        ..params.clone()
-    };
-    let words = corpus
-        .docs()
-        .get(doc)
-        .ok_or(LdaError::NoSuchToken { doc, position })?;
-    let &w = words
-        .get(position)
-        .ok_or(LdaError::NoSuchToken { doc, position })?;
-    let tables = Tables {
-        topics: k,
-        word_topic: state.word_topic().to_vec(),
-        topic_totals: state.topic_totals().to_vec(),
-    };
+    let TokenProbe {
+        word,
+        topic,
+        params,
+        mut tables,
+        mut ndk,
+    } = TokenProbe::new(corpus, state, params, (doc, position))?;
+    let k = params.topics;
     let sweep = MhSweep::new(&params, steps, corpus, &tables, state.assignments());
-    let w = w as usize;
+    let w = word as usize;
     let token: usize = corpus.docs()[..doc].iter().map(Vec::len).sum::<usize>() + position;
     let (start, end) = (sweep.word_start[w], sweep.word_start[w + 1]);
     let own = sweep.word_pos[token] - start;
     let doc_z = &state.assignments()[doc];
-    let mut s = doc_z[position];
-    let mut ndk = state.doc_topic()[doc * k..(doc + 1) * k].to_vec();
-    let mut row = tables.word_topic[w * k..(w + 1) * k].to_vec();
-    let mut nk = tables.topic_totals.clone();
+    let mut s = topic;
     ndk[s as usize] -= 1;
-    row[s as usize] -= 1;
-    nk[s as usize] -= 1;
+    tables.word_topic[w * k + s as usize] -= 1;
+    tables.topic_totals[s as usize] -= 1;
+    let row = &tables.word_topic[w * k..(w + 1) * k];
     let mut rng = Rng::new(seed);
     let mut counts = vec![0u64; k];
     let thin = thin.max(1);
@@ -419,8 +407,8 @@ pub fn mh_chain_visits(
             (doc_z, position),
             (&sweep.word_z[start..end], own),
             &ndk,
-            &row,
-            &nk,
+            row,
+            &tables.topic_totals,
             &mut rng,
         );
         if n.is_multiple_of(thin) {
