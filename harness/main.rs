@@ -121,12 +121,15 @@ enum Command {
         long_about = "Re-evaluate the claims of stored runs and gate them against a baseline.\n\n\
 Three tiers, per variant, reference variants included: the family's exact counters (words and messages \
 sent, flops, model bytes, tokens) must not change; instruction counts (in runs made by `parbench gate \
-count`) may grow by at most --max-instruction-growth; times, divided by a calibration timed before each \
-point's runs, must not grow: a regression is a bootstrap interval of the ratio of medians (now / baseline) whose \
-lower end is above --max-slowdown. Times are compared with the baseline's for this kind of machine (CPU \
-model, ISA extensions, CPUs), and, on any machine, as same-run ratios (a variant's time over its point's \
-reference variant's, the reference's over the median of the point's other variants), which a run slower \
-throughout does not move; on a kind the baseline lacks, only as same-run ratios. Every baseline entry must be in the runs and long enough to time unless its experiment says \
+count`) may grow by at most --max-instruction-growth; times must not grow. Each ratio (now / baseline) is a bootstrap interval of a ratio of medians, \
+taken two ways: the time per calibration (a fixed kernel timed before each point's runs), against the \
+baseline's for this kind of machine (CPU model, ISA extensions, CPUs), and the same-run ratio (a \
+variant's time over its point's reference variant's, the reference's over the median of the point's \
+other variants), which a run slower throughout does not move. A variant regressed when its same-run \
+ratio's lower end is above --max-slowdown and its time per calibration is up 1.2x or more (slower \
+itself, not its reference faster), when its time per calibration's lower end is above \
+--max-uniform-slowdown (everything slower), or, alone at its point, when its time per calibration's \
+lower end is above --max-slowdown. On a kind the baseline lacks, only same-run ratios are compared. Every baseline entry must be in the runs and long enough to time unless its experiment says \
 why not (`gate: {untimed: ..., optional: ...}`).\n\n\
 Exit codes: 0 all gated and passed; 3 a claim failed; 4 a regression; 5 an entry not gated; 1 an error \
 (unreadable run or baseline).\n\n\
@@ -219,10 +222,17 @@ machines' times."
 /// The gate's thresholds, as `check`, `report` and `reproduce` take them.
 #[derive(clap::Args, Clone, Copy, Debug)]
 struct GateThresholds {
-    /// A time ratio (now / baseline) is a regression when the lower end of its interval
-    /// exceeds this factor.
+    /// A variant's same-run time ratio (to its point's reference; the reference's to the
+    /// others') now over the baseline's is a regression when the lower end of its interval
+    /// exceeds this factor and its time per calibration is up by 1.2x or more; so is the time
+    /// per calibration of a variant alone at its point.
     #[arg(long, default_value_t = check::DEFAULT_MAX_SLOWDOWN)]
     max_slowdown: f64,
+    /// The time per calibration (now / baseline) of any variant is a regression when the lower
+    /// end of its interval exceeds this factor (everything slower). Default: twice
+    /// --max-slowdown.
+    #[arg(long)]
+    max_uniform_slowdown: Option<f64>,
     /// Confidence of the time ratio's bootstrap interval.
     #[arg(long, default_value_t = check::DEFAULT_CONFIDENCE)]
     confidence: f64,
@@ -243,8 +253,18 @@ impl GateThresholds {
         if !(0.0..1.0).contains(&self.max_instruction_growth) || self.min_time < 0.0 {
             bail!("--max-instruction-growth must be in [0, 1) and --min-time not negative");
         }
+        let max_uniform_slowdown = self
+            .max_uniform_slowdown
+            .unwrap_or(check::UNIFORM_SLOWDOWN_FACTOR * self.max_slowdown);
+        if max_uniform_slowdown.is_nan() || max_uniform_slowdown < self.max_slowdown {
+            bail!(
+                "--max-uniform-slowdown ({max_uniform_slowdown}) must be at least --max-slowdown ({})",
+                self.max_slowdown
+            );
+        }
         Ok(check::CheckOptions {
             max_slowdown: self.max_slowdown,
+            max_uniform_slowdown,
             confidence: self.confidence,
             max_instruction_growth: self.max_instruction_growth,
             min_time_s: self.min_time,
@@ -799,9 +819,10 @@ fn check_runs(
         }
         if !json {
             println!(
-                "gate: {coverage}; time regression when the {}% interval's lower end exceeds {}x, instructions +{}%, counters exact",
+                "gate: {coverage}; time regression when the {}% interval's lower end exceeds {}x (same-run ratio, the time per calibration up 1.2x or more) or {}x (time per calibration), instructions +{}%, counters exact",
                 claims::fmt_num(100.0 * options.confidence),
                 options.max_slowdown,
+                options.max_uniform_slowdown,
                 claims::fmt_num(100.0 * options.max_instruction_growth)
             );
         }
@@ -823,6 +844,7 @@ fn check_runs(
             "coverage": base.is_some().then(|| coverage_json(&coverage)),
             "thresholds": {
                 "max_slowdown": options.max_slowdown,
+                "max_uniform_slowdown": options.max_uniform_slowdown,
                 "confidence": options.confidence,
                 "max_instruction_growth": options.max_instruction_growth,
                 "min_time_s": options.min_time_s,
