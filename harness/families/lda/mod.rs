@@ -466,6 +466,18 @@ pub fn measurement(corpus: &Corpus, params: &LdaParams, out: &lda::LdaOutput) ->
             "bytes_sent".to_string(),
             out.workers.iter().map(|w| w.bytes_sent as f64).sum(),
         ),
+        ("delta_bytes_over_dense".to_string(), {
+            // What the same exchanges would have sent as dense deltas: a sparse encoding's
+            // saving, machine-independent (1 for dense deltas; 0 with no exchange).
+            let exchanges: u64 = out.workers.iter().map(|w| w.exchanges).sum();
+            let sent: u64 = out.workers.iter().map(|w| w.bytes_sent).sum();
+            let dense = exchanges * lda::dense_delta_bytes(corpus.num_words(), params.topics);
+            if dense > 0 {
+                sent as f64 / dense as f64
+            } else {
+                0.0
+            }
+        }),
         (
             "invariant_violations".to_string(),
             out.invariants.violations.len() as f64,
@@ -485,6 +497,48 @@ mod tests {
     use super::*;
     use crate::families::params::PointParams;
     use crate::family::{Family, Params, Value};
+
+    #[test]
+    fn delta_bytes_are_read_against_the_dense_encoding_of_the_same_exchanges() {
+        let corpus = lda::generate(&lda::SyntheticSpec::default())
+            .unwrap()
+            .corpus;
+        let run = |delta: DeltaEncoding, topics: usize| {
+            let params = LdaParams {
+                topics,
+                iterations: 3,
+                workers: 2,
+                checkpoint_docs: 10,
+                delta,
+                ..LdaParams::default()
+            };
+            let out = lda::variant("async")
+                .unwrap()
+                .train(&corpus, &params, &mut |_| Control::Continue)
+                .unwrap();
+            let m = measurement(&corpus, &params, &out);
+            (m.metrics["delta_bytes_over_dense"], m.metrics["exchanges"])
+        };
+        // Dense deltas send W x K counts of 4 bytes at every exchange, exactly.
+        let (dense, exchanges) = run(DeltaEncoding::Dense, 5);
+        assert_eq!(dense, 1.0);
+        assert!(exchanges >= 2.0 * 30.0, "{exchanges}");
+        // A worker's 10 documents (about 600 tokens) touch a small part of 60 x 50 cells, and
+        // each sparse entry costs 12 bytes against the dense 4: above 1/3 of the cells would
+        // not pay.
+        let (sparse, _) = run(DeltaEncoding::Sparse, 50);
+        assert!(sparse > 0.0 && sparse < 1.0, "{sparse}");
+        // With nothing exchanged (a sequential run) there is nothing to compare.
+        let params = LdaParams::default();
+        let out = lda::variant("sequential")
+            .unwrap()
+            .train(&corpus, &params, &mut |_| Control::Continue)
+            .unwrap();
+        assert_eq!(
+            measurement(&corpus, &params, &out).metrics["delta_bytes_over_dense"],
+            0.0
+        );
+    }
 
     #[test]
     fn checkpoint_defaults_to_a_tenth_of_a_share() {

@@ -80,8 +80,8 @@ pub use kernel::conditional_draw_counts;
 pub use metropolis::{mh_chain_visits, MetropolisHastings};
 pub use model::LdaState;
 pub use problem::{
-    Control, DeltaEncoding, InnerSampler, InvariantRecord, InvariantViolation, IterationReport,
-    LdaError, LdaOutput, LdaParams, LoglikPoint, WorkerStats,
+    dense_delta_bytes, Control, DeltaEncoding, InnerSampler, InvariantRecord, InvariantViolation,
+    IterationReport, LdaError, LdaOutput, LdaParams, LoglikPoint, WorkerStats,
 };
 pub use quality::{hungarian, jensen_shannon, match_topics, TopicMatch};
 pub use sequential::Sequential;

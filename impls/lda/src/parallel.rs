@@ -33,7 +33,7 @@ use crate::kernel::{make_kernel, KernelSweep, MoveLogDyn, Tables};
 use crate::model::{compare_tables, doc_log_likelihood, word_log_likelihood, LdaState};
 use crate::problem::{
     Control, DeltaEncoding, InvariantRecord, IterationReport, LdaError, LdaOutput, LdaParams,
-    LoglikPoint, WorkerStats,
+    LoglikPoint, WorkerStats, DENSE_DELTA_ENTRY_BYTES, SPARSE_DELTA_ENTRY_BYTES,
 };
 use crate::LdaSampler;
 use parbench_common::comm::Communicator;
@@ -440,7 +440,7 @@ impl Running<'_, '_> {
                 base.word_topic.copy_from_slice(&self.w.tables.word_topic);
                 base.topic_totals
                     .copy_from_slice(&self.w.tables.topic_totals);
-                self.stats.bytes_sent += 4 * delta.len() as u64;
+                self.stats.bytes_sent += DENSE_DELTA_ENTRY_BYTES * delta.len() as u64;
                 Delta::Dense(delta)
             }
             (None, Some(log)) => {
@@ -453,7 +453,7 @@ impl Running<'_, '_> {
                 };
                 let mut map = std::mem::replace(&mut log.map, next);
                 map.retain(|_, v| *v != 0);
-                self.stats.bytes_sent += 12 * map.len() as u64;
+                self.stats.bytes_sent += SPARSE_DELTA_ENTRY_BYTES * map.len() as u64;
                 Delta::Sparse(map)
             }
             (None, None) => Delta::Sparse(DeltaMap::default()),

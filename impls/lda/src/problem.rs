@@ -293,10 +293,22 @@ pub struct WorkerStats {
     pub applying_seconds: f64,
     /// Deltas sent (the final flush included).
     pub exchanges: u64,
-    /// Payload bytes of the deltas sent (`i32` per dense entry; `u64` key + `i32` per sparse one).
+    /// Payload bytes of the deltas sent ([`DENSE_DELTA_ENTRY_BYTES`] per dense entry,
+    /// [`SPARSE_DELTA_ENTRY_BYTES`] per sparse one).
     pub bytes_sent: u64,
     /// Payload bytes of the tables received (`u32` per entry).
     pub bytes_received: u64,
+}
+
+/// Bytes of a dense delta's entry: the change of one word-topic count, an `i32`.
+pub const DENSE_DELTA_ENTRY_BYTES: u64 = 4;
+/// Bytes of a sparse delta's entry: a `u64` key (word and topic) and the `i32` change.
+pub const SPARSE_DELTA_ENTRY_BYTES: u64 = 12;
+
+/// Bytes of one dense delta of a `words` x `topics` table: what the dense encoding sends at
+/// every exchange, against which the sparse encoding's bytes are read.
+pub fn dense_delta_bytes(words: usize, topics: usize) -> u64 {
+    DENSE_DELTA_ENTRY_BYTES * (words as u64) * (topics as u64)
 }
 
 /// A difference between the global tables and a recount from the assignments.
