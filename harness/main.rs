@@ -124,8 +124,9 @@ sent, flops, model bytes, tokens) must not change; instruction counts (in runs m
 count`) may grow by at most --max-instruction-growth; times must not grow. Each ratio (now / baseline) is a bootstrap interval of a ratio of medians, \
 taken two ways: the time per calibration (a fixed kernel timed before each point's runs), against the \
 baseline's for this kind of machine (CPU model, ISA extensions, CPUs), and the same-run ratio (a \
-variant's time over its point's reference variant's, the reference's over the median of the point's \
-other variants), which a run slower throughout does not move. A variant regressed when its same-run \
+variant's time over its point's reference variant's in the same repetition, the reference's over the \
+median of the point's other variants' in that repetition), which a run slower throughout, or for a \
+while, does not move. Runs of one experiment are pooled, each run's repetitions paired within it. A variant regressed when its same-run \
 ratio's lower end is above --max-slowdown and its time per calibration is up 1.2x or more (slower \
 itself, not its reference faster), when its time per calibration's lower end is above \
 --max-uniform-slowdown (everything slower), or, alone at its point, when its time per calibration's \
@@ -716,7 +717,7 @@ fn check_runs(
                 .iter_mut()
                 .find(|r| r.config.name == run.config.name && check::is_counted(&r.rows) == counted)
             {
-                Some(first) => first.rows.extend(run.rows),
+                Some(first) => check::pool_runs(&mut first.rows, run.rows),
                 None => runs.push(run),
             }
         }

@@ -15,9 +15,10 @@
 //!   are kept per machine kind ([`crate::exec::machine::fingerprint`]). Two ratios are taken,
 //!   each a percentile-bootstrap interval of a ratio of medians (now / baseline): the time per
 //!   calibration, and the same-run ratio (a variant's time over its point's reference
-//!   variant's, the reference's over the median of the point's other variants). Repetitions are
-//!   interleaved, so the same-run ratio does not move when a whole run is slower and sees one
-//!   variant slower, the reference included, through the noise of a shared host; the time per
+//!   variant's in the same repetition, the reference's over the median of the point's other
+//!   variants' in that repetition). Repetitions are interleaved, so the same-run ratio does not
+//!   move when a whole run, or part of one, is slower and sees one variant slower, the
+//!   reference included, through the noise of a shared host; the time per
 //!   calibration sees everything slower, but on a shared host it also moves by itself (one
 //!   memory-bound variant read 1.6x per calibration in an unchanged run: the calibration stays
 //!   in L2 and does not see another tenant's memory traffic). So an entry is a regression when
@@ -70,8 +71,10 @@ pub const DEFAULT_MAX_INSTRUCTION_GROWTH: f64 = 0.02;
 pub const DEFAULT_MIN_TIME_S: f64 = 0.002;
 /// The metric `parbench gate count` stores each run's instruction count in.
 pub const INSTRUCTIONS_METRIC: &str = "instructions";
-/// Version of the baseline file format.
-pub const BASELINE_VERSION: u32 = 2;
+/// Version of the baseline file format (3: same-run ratios paired by repetition).
+pub const BASELINE_VERSION: u32 = 3;
+/// The oldest format read (version 2's same-run ratios are converted on reading).
+pub const OLDEST_READ_VERSION: u32 = 2;
 
 /// What the gate compares against, committed to the repository.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -128,8 +131,8 @@ pub struct BaselineEntry {
     /// The vector path the instructions were counted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted_path: Option<String>,
-    /// Per repetition, its wall time over the median time of the point's reference variant
-    /// in the same run.
+    /// Per repetition, its wall time over the point's reference variant's in the same
+    /// repetition (which ran just before or after it: repetitions are interleaved).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub relative: Vec<f64>,
     /// Machine kind -> times on that kind.
@@ -201,17 +204,52 @@ impl Baseline {
                 path: path.to_path_buf(),
                 source,
             })?;
-        if version.version != BASELINE_VERSION {
+        if !(OLDEST_READ_VERSION..=BASELINE_VERSION).contains(&version.version) {
             return Err(BaselineError::Version {
                 path: path.to_path_buf(),
                 found: version.version,
                 expected: BASELINE_VERSION,
             });
         }
-        serde_json::from_str(text).map_err(|source| BaselineError::Json {
-            path: path.to_path_buf(),
-            source,
-        })
+        let mut baseline: Baseline =
+            serde_json::from_str(text).map_err(|source| BaselineError::Json {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if baseline.version == 2 {
+            baseline.pair_relative_times();
+        }
+        Ok(baseline)
+    }
+
+    /// Version 2 kept each repetition's time over the median of the reference's over the run;
+    /// version 3 over the reference's in the same repetition. Both share the median, so the
+    /// ratio of a variant's entry to the reference's, repetition by repetition, is version 3's
+    /// (where the two lists are not of one length, the entry keeps none).
+    fn pair_relative_times(&mut self) {
+        for exp in self.experiments.values_mut() {
+            for variants in exp.points.values_mut() {
+                let reference = variants
+                    .get(&exp.reference_variant)
+                    .map(|e| e.relative.clone())
+                    .unwrap_or_default();
+                for entry in variants.values_mut() {
+                    entry.relative = if entry.relative.len() == reference.len()
+                        && reference.iter().all(|&r| r > 0.0)
+                    {
+                        entry
+                            .relative
+                            .iter()
+                            .zip(&reference)
+                            .map(|(x, r)| x / r)
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                }
+            }
+        }
+        self.version = BASELINE_VERSION;
     }
 
     /// Takes the experiments of `new` (a baseline made from runs), keeping the times this
@@ -328,6 +366,62 @@ fn groups<'r>(rows: &'r [ResultRow]) -> BTreeMap<String, BTreeMap<String, Group<
     out
 }
 
+/// Per repetition of `group`, its time over `reference`'s in the same repetition: the two ran
+/// one after the other (repetitions are interleaved), so whatever the host did to that moment
+/// (another tenant, a clock change: whole runs and halves of runs move by 1.5x on a shared
+/// 2-vCPU host) divides out, where a ratio to the reference's median over the run keeps it.
+/// Empty when a repetition has no reference time to pair with.
+fn paired_with(group: &Group, reference: &Group) -> Vec<f64> {
+    let at: BTreeMap<usize, f64> = reference
+        .rows
+        .iter()
+        .map(|r| (r.repetition, r.wall_time_s))
+        .collect();
+    let v: Vec<f64> = group
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let t = *at.get(&r.repetition)?;
+            (t > 0.0).then(|| r.wall_time_s / t)
+        })
+        .collect();
+    if v.len() == group.rows.len() {
+        v
+    } else {
+        Vec::new()
+    }
+}
+
+/// Per repetition, the reference's time over the median of the other variants' in that
+/// repetition, from each other variant's times over the reference's (`relative`, one vector
+/// per variant, repetitions in the same order): `1 / median(relative[..][i])`. Empty unless
+/// every vector has the same length.
+fn reference_over_others(relative: &[&[f64]]) -> Vec<f64> {
+    let Some(n) = relative.first().map(|r| r.len()) else {
+        return Vec::new();
+    };
+    if relative.iter().any(|r| r.len() != n) {
+        return Vec::new();
+    }
+    (0..n)
+        .filter_map(|i| {
+            let at: Vec<f64> = relative.iter().map(|r| r[i]).collect();
+            median(&at).filter(|&m| m > 0.0).map(|m| 1.0 / m)
+        })
+        .collect()
+}
+
+/// Pools the rows of a later run of the same experiment into `rows`: its repetitions are
+/// numbered on from the last of `rows`, so a repetition still names one interleaved round of
+/// one run (what [`paired_with`] pairs by).
+pub fn pool_runs(rows: &mut Vec<ResultRow>, later: Vec<ResultRow>) {
+    let next = rows.iter().map(|r| r.repetition + 1).max().unwrap_or(0);
+    rows.extend(later.into_iter().map(|mut r| {
+        r.repetition += next;
+        r
+    }));
+}
+
 /// Gives every row of one run the median of the run's calibrations (each point's is timed
 /// before its runs, see [`crate::exec::executor`]): one point's calibration moves by 10-20% on
 /// a shared host, the median over a run's points much less. Apply it to each run before rows of
@@ -367,7 +461,7 @@ pub fn make_baseline(
     let by_point = groups(rows);
     let mut points = BTreeMap::new();
     for (key, variants) in &by_point {
-        let reference_time = variants.get(&reference).and_then(|g| median(&g.times()));
+        let reference_group = variants.get(&reference);
         let mut entries = BTreeMap::new();
         for (variant, group) in variants {
             let mut entry = BaselineEntry::default();
@@ -388,8 +482,8 @@ pub fn make_baseline(
                 entries.insert(variant.clone(), entry);
                 continue;
             }
-            if let Some(r) = reference_time.filter(|&r| r > 0.0) {
-                entry.relative = group.times().iter().map(|t| t / r).collect();
+            if let Some(reference) = reference_group {
+                entry.relative = paired_with(group, reference);
             }
             let normalized = group.normalized();
             if !normalized.is_empty() && !machine.fingerprint.is_empty() {
@@ -578,10 +672,6 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
         has_machine: baseline.machines.contains_key(kind),
         path_now: dispatch_path(run.machine, &run.config.family),
         reference,
-        reference_now: now
-            .iter()
-            .filter_map(|(key, vs)| Some((key.clone(), median(&vs.get(reference)?.times())?)))
-            .collect(),
         others: others_at_points(&now, old),
         report,
         coverage: Coverage::default(),
@@ -607,7 +697,8 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
                 variant,
                 then,
             };
-            let Some(group) = now.get(key).and_then(|v| v.get(variant)) else {
+            let at_point = now.get(key);
+            let Some(group) = at_point.and_then(|v| v.get(variant)) else {
                 let gap = format!("{}: in the baseline, not in this run", entry.who);
                 gate.report.gaps.push(gap);
                 continue;
@@ -617,7 +708,7 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
                 // Valgrind's times mean nothing: counted runs are gated by their counts.
                 gated |= gate.instructions(&entry, group);
             } else if untimed.is_none() {
-                gated |= gate.time(&entry, group);
+                gated |= at_point.is_some_and(|vs| gate.time(&entry, group, vs));
             }
             if gated {
                 gate.coverage.gated += 1;
@@ -635,27 +726,31 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
     gate.finish(extra)
 }
 
-/// For each point: the median over its non-reference variants, present in both the run and
-/// the baseline, of their median times now and of their median `relative` then.
+/// For each point: per repetition, the reference's time over the median of the other
+/// variants' (present in both the run and the baseline), now and in the baseline.
 fn others_at_points(
     now: &BTreeMap<String, BTreeMap<String, Group>>,
     old: &ExperimentBaseline,
-) -> BTreeMap<String, (f64, f64)> {
+) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
     let mut out = BTreeMap::new();
     for (key, variants) in &old.points {
         let Some(run) = now.get(key) else { continue };
+        let Some(reference) = run.get(&old.reference_variant) else {
+            continue;
+        };
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for (variant, then) in variants {
-            if *variant == old.reference_variant {
+            if *variant == old.reference_variant || then.relative.is_empty() {
                 continue;
             }
-            let now_median = run.get(variant).and_then(|g| median(&g.times()));
-            if let (Some(x), Some(y)) = (now_median, median(&then.relative)) {
-                a.push(x);
-                b.push(y);
+            if let Some(group) = run.get(variant) {
+                a.push(paired_with(group, reference));
+                b.push(then.relative.as_slice());
             }
         }
-        if let (Some(x), Some(y)) = (median(&a), median(&b)) {
+        let a: Vec<&[f64]> = a.iter().map(Vec::as_slice).collect();
+        let (x, y) = (reference_over_others(&a), reference_over_others(&b));
+        if !x.is_empty() && !y.is_empty() {
             out.insert(key.clone(), (x, y));
         }
     }
@@ -680,11 +775,9 @@ struct Gate<'a> {
     /// The vector path this run's counts were taken on.
     path_now: Option<String>,
     reference: &'a str,
-    /// Point key -> median time of the reference variant in this run.
-    reference_now: BTreeMap<String, f64>,
-    /// Point key -> the median, over the point's other variants in both the run and the
-    /// baseline, of their median times: in seconds now, and over the reference's median then.
-    others: BTreeMap<String, (f64, f64)>,
+    /// Point key -> per repetition, the reference's time over the median of the point's
+    /// other variants' (those in both the run and the baseline): now, and in the baseline.
+    others: BTreeMap<String, (Vec<f64>, Vec<f64>)>,
     report: CheckReport,
     coverage: Coverage,
     /// Entries too short to time.
@@ -775,7 +868,7 @@ impl Gate<'_> {
     /// where the time per calibration agrees that the entry is slower, the time per calibration
     /// alone above the uniform threshold (or above the plain one where the entry is alone at
     /// its point). Whether compared.
-    fn time(&mut self, e: &Entry, group: &Group) -> bool {
+    fn time(&mut self, e: &Entry, group: &Group, now: &BTreeMap<String, Group>) -> bool {
         let options = self.options;
         let median_now = median(&group.times()).unwrap_or(0.0);
         let then_kind = e.then.timings.get(self.kind).filter(|_| self.has_machine);
@@ -794,7 +887,7 @@ impl Gate<'_> {
         let calibrated = then_kind.and_then(|t| {
             ratio_of_medians(&group.normalized(), &t.normalized, options.confidence).map(|i| (t, i))
         });
-        let same_run = self.same_run_ratio(e, group);
+        let same_run = self.same_run_ratio(e, group, now);
         if calibrated.is_none() && same_run.is_none() {
             if e.variant == self.reference {
                 // Alone at its point (no other variant to compare with) and no calibrated
@@ -880,32 +973,20 @@ impl Gate<'_> {
 
     /// The entry's same-run ratio now against the baseline's, and what it is relative to;
     /// `None` when the point has nothing to compare with.
-    fn same_run_ratio(&self, e: &Entry, group: &Group) -> Option<(String, RatioInterval)> {
+    fn same_run_ratio(
+        &self,
+        e: &Entry,
+        group: &Group,
+        now: &BTreeMap<String, Group>,
+    ) -> Option<(String, RatioInterval)> {
         let confidence = self.options.confidence;
-        let per = |times: Vec<f64>, by: f64| -> Vec<f64> {
-            if by > 0.0 {
-                times.iter().map(|t| t / by).collect()
-            } else {
-                Vec::new()
-            }
-        };
         if e.variant != self.reference {
-            let reference_now = *self.reference_now.get(e.key)?;
-            let i = ratio_of_medians(
-                &per(group.times(), reference_now),
-                &e.then.relative,
-                confidence,
-            )?;
+            let paired = paired_with(group, now.get(self.reference)?);
+            let i = ratio_of_medians(&paired, &e.then.relative, confidence)?;
             return Some((format!("`{}`", self.reference), i));
         }
-        // The baseline keeps the reference's times over its own median; the others' medians
-        // are kept in the same unit (their `relative`).
-        let (others_now, others_then) = *self.others.get(e.key)?;
-        let i = ratio_of_medians(
-            &per(group.times(), others_now),
-            &per(e.then.relative.clone(), others_then),
-            confidence,
-        )?;
+        let (others_now, others_then) = self.others.get(e.key)?;
+        let i = ratio_of_medians(others_now, others_then, confidence)?;
         Some(("the median of the point's other variants".to_string(), i))
     }
 
@@ -1171,6 +1252,74 @@ mod tests {
         let r = report(&alone(2.0), &base, KIND);
         assert_eq!(r.regressions.len(), 2, "{r}");
         assert!(r.regressions[0].contains("alone at its point"), "{r}");
+    }
+
+    #[test]
+    fn a_version_2_baseline_is_read_with_its_same_run_ratios_paired() {
+        // Version 2: times over the reference's median over the run (here 1.0).
+        let v2 = r#"{"version": 2, "experiments": {"exp": {"reference_variant": "slow",
+            "points": {"size=10": {
+                "slow": {"relative": [0.8, 1.0, 1.25]},
+                "fast": {"relative": [0.08, 0.1, 0.125]},
+                "short": {"relative": [0.1]}}}}}}"#;
+        let b = Baseline::parse(v2, Path::new("v2.json")).unwrap();
+        assert_eq!(b.version, BASELINE_VERSION);
+        let point = &b.experiments["exp"].points["size=10"];
+        let close = |v: &[f64], x: f64| v.len() == 3 && v.iter().all(|y| (y - x).abs() < 1e-12);
+        assert!(close(&point["fast"].relative, 0.1), "{point:?}");
+        assert!(close(&point["slow"].relative, 1.0), "{point:?}");
+        assert!(point["short"].relative.is_empty());
+    }
+
+    #[test]
+    fn pooled_runs_pair_repetitions_within_each_run() {
+        // Two runs of the baseline, the second 1.5x slower throughout: paired within its run,
+        // `fast` is 0.1 of `slow` at every repetition of both.
+        let mut pooled = rows(1.0, 0.1, 0.01);
+        pool_runs(&mut pooled, rows(1.5, 0.15, 0.01));
+        let base = make_baseline(&pooled, &config(), &machine(KIND));
+        for entries in base.experiments["exp"].points.values() {
+            let relative = &entries["fast"].relative;
+            assert_eq!(relative.len(), 10);
+            assert!(
+                relative.iter().all(|&x| (x - 0.1).abs() < 1e-12),
+                "{relative:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn drift_within_a_run_divides_out_of_the_same_run_ratio() {
+        // From the third repetition on, the host makes both variants 1.5x slower.
+        let drift = |rows: Vec<ResultRow>| -> Vec<ResultRow> {
+            rows.into_iter()
+                .map(|mut r| {
+                    if r.repetition >= 2 {
+                        r.wall_time_s *= 1.5;
+                    }
+                    r
+                })
+                .collect()
+        };
+        assert!(report(&drift(rows(1.0, 0.1, 0.01)), &baseline(), KIND).passed());
+        // `fast` 1.6x slower in such a run: paired, 1.6x at every repetition.
+        let r = report(&drift(rows(1.0, 0.16, 0.01)), &baseline(), KIND);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(
+            r.regressions
+                .iter()
+                .all(|x| x.contains("1.600x slower relative to `slow`")),
+            "{r}"
+        );
+        // The reference 1.6x slower: 1.6x over the other variant at every repetition.
+        let r = report(&drift(rows(1.6, 0.1, 0.01)), &baseline(), KIND);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(
+            r.regressions
+                .iter()
+                .all(|x| x.contains("`slow`") && x.contains("1.600x slower relative to the median")),
+            "{r}"
+        );
     }
 
     #[test]

@@ -1708,7 +1708,8 @@ mod tests {
         commit_baseline(&repo, &file, &baseline(1, 900, 5000), "old format");
         commit_baseline(&repo, &file, &baseline(2, 1000, 5000), "first");
         commit_baseline(&repo, &file, &baseline(2, 1000, 5010), "second");
-        let third = commit_baseline(&repo, &file, &baseline(2, 1300, 5010), "third");
+        // Version 2 and the current format are both read.
+        let third = commit_baseline(&repo, &file, &baseline(3, 1300, 5010), "third");
 
         let out = tmp.path().join("history");
         let report = run(&args(file.clone(), out.clone())).unwrap();
