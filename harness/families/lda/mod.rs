@@ -427,6 +427,8 @@ pub fn measurement(corpus: &Corpus, params: &LdaParams, out: &lda::LdaOutput) ->
     let share = |x: f64| if busy > 0.0 { x / busy } else { 0.0 };
     let tokens = corpus.num_tokens() as f64;
     let likelihood_s: f64 = out.loglik_trace.iter().map(|p| p.eval_seconds).sum();
+    let exchanges: u64 = out.workers.iter().map(|w| w.exchanges).sum();
+    let sent: u64 = out.workers.iter().map(|w| w.bytes_sent).sum();
     let metrics = BTreeMap::from([
         ("tokens_per_s".to_string(), out.tokens_per_second),
         ("final_loglik".to_string(), out.final_loglik),
@@ -458,19 +460,11 @@ pub fn measurement(corpus: &Corpus, params: &LdaParams, out: &lda::LdaOutput) ->
         }),
         ("master_s".to_string(), out.master_seconds),
         ("likelihood_s".to_string(), likelihood_s),
-        (
-            "exchanges".to_string(),
-            out.workers.iter().map(|w| w.exchanges as f64).sum(),
-        ),
-        (
-            "bytes_sent".to_string(),
-            out.workers.iter().map(|w| w.bytes_sent as f64).sum(),
-        ),
+        ("exchanges".to_string(), exchanges as f64),
+        ("bytes_sent".to_string(), sent as f64),
         ("delta_bytes_over_dense".to_string(), {
             // What the same exchanges would have sent as dense deltas: a sparse encoding's
             // saving, machine-independent (1 for dense deltas; 0 with no exchange).
-            let exchanges: u64 = out.workers.iter().map(|w| w.exchanges).sum();
-            let sent: u64 = out.workers.iter().map(|w| w.bytes_sent).sum();
             let dense = exchanges * lda::dense_delta_bytes(corpus.num_words(), params.topics);
             if dense > 0 {
                 sent as f64 / dense as f64
