@@ -163,6 +163,10 @@ pub struct ParamSpec {
     /// The value used when a point does not set it, as a file would write it.
     pub default: String,
     pub help: String,
+    /// The variants that read it (`None`: every variant). A parameterised variant's options
+    /// (LDA `async`'s `delta`, word2vec `distributed`'s `ranks`) are declared this way in every
+    /// family, so an experiment that sets an option none of its variants reads is refused.
+    pub read_by: Option<Vec<&'static str>>,
 }
 
 /// A point's parameters in the family's typed form, made once when the plan is built.

@@ -912,6 +912,7 @@ fn list_json(experiments: &Path) -> serde_json::Value {
                     "choices": p.choices,
                     "default": p.default,
                     "help": p.help,
+                    "read_by": p.read_by,
                 })).collect::<Vec<_>>(),
                 "datasets": f.datasets().iter().map(|(file, what)| serde_json::json!({
                     "file": file, "what": what,
@@ -953,8 +954,12 @@ fn list(experiments: &Path) {
                 Some(c) => c.join("|"),
                 None => p.kind.to_string(),
             };
+            let readers = match &p.read_by {
+                Some(r) => format!("{}: ", r.join(", ")),
+                None => String::new(),
+            };
             println!(
-                "    {:<20} {:<24} {} (default {})",
+                "    {:<20} {:<24} {readers}{} (default {})",
                 p.name, kind, p.help, p.default
             );
         }

@@ -351,6 +351,7 @@ impl<'a> Validator<'a> {
                 specs.as_deref(),
                 family,
             );
+            self.check_read_by(key, &path, specs.as_deref(), &variants);
         }
         for (key, values) in &config.sweep {
             let path = self.merged_path("sweep", key);
@@ -365,6 +366,7 @@ impl<'a> Validator<'a> {
                 );
             }
             self.check_param(key, values, &path, specs.as_deref(), family);
+            self.check_read_by(key, &path, specs.as_deref(), &variants);
             if config.params.contains_key(key) {
                 let at = self.at(&path);
                 self.push(
@@ -376,6 +378,10 @@ impl<'a> Validator<'a> {
         }
         if !self.quick {
             if let Some(q) = self.quick_cfg {
+                let quick_variants: Vec<&str> = match &q.variants {
+                    Some(v) => v.iter().map(String::as_str).collect(),
+                    None => variants.clone(),
+                };
                 for (key, value) in &q.params {
                     let path = vec![Seg::Key("quick"), Seg::Key("params"), Seg::Key(key)];
                     self.check_param(
@@ -385,6 +391,7 @@ impl<'a> Validator<'a> {
                         specs.as_deref(),
                         family,
                     );
+                    self.check_read_by(key, &path, specs.as_deref(), &quick_variants);
                 }
                 for (key, values) in &q.sweep {
                     let path = vec![Seg::Key("quick"), Seg::Key("sweep"), Seg::Key(key)];
@@ -397,6 +404,7 @@ impl<'a> Validator<'a> {
                         );
                     }
                     self.check_param(key, values, &path, specs.as_deref(), family);
+                    self.check_read_by(key, &path, specs.as_deref(), &quick_variants);
                 }
                 if q.repetitions == Some(0) {
                     let at = self.at(&[Seg::Key("quick"), Seg::Key("repetitions")]);
@@ -662,6 +670,43 @@ impl<'a> Validator<'a> {
             };
             self.push(at, format!("parameter `{key}` {why}"), Some(help));
         }
+    }
+
+    /// A variant's option set where none of the variants run reads it: a user who sets `delta`
+    /// for an experiment of `sync` alone expects it to matter, and it would not.
+    fn check_read_by(
+        &mut self,
+        key: &str,
+        path: &[Seg],
+        specs: Option<&[ParamSpec]>,
+        variants: &[&str],
+    ) {
+        let Some(readers) = specs
+            .and_then(|s| s.iter().find(|p| p.name == key))
+            .and_then(|p| p.read_by.as_ref())
+        else {
+            return;
+        };
+        if variants.iter().any(|v| readers.contains(v)) {
+            return;
+        }
+        let at = self.at(path);
+        self.push(
+            at,
+            format!(
+                "`{key}` is read only by {}, and this experiment runs {}",
+                list(readers),
+                list(variants)
+            ),
+            Some(format!(
+                "remove `{key}`, or add {} to the variants",
+                readers
+                    .iter()
+                    .map(|r| format!("`{r}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )),
+        );
     }
 
     /// A parameter, or `threads` (unknown family: any name, to avoid cascades of errors).

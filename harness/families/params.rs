@@ -265,10 +265,17 @@ pub fn deserialize_point<P: for<'de> Deserialize<'de>>(
 /// Declares a family's point parameters: a struct whose fields are the parameters, each with
 /// its doc comment (the help text) and default. Generates the serde form (unknown keys refused,
 /// absent keys default), `Default`, and [`PointParams`].
+///
+/// A variant's options are parameters too, declared with the variants that read them:
+/// `delta for ["async"]: Choice<DeltaEncoding> = ...`. That is the one pattern for a
+/// parameterised variant (the plan refuses an option none of an experiment's variants reads,
+/// and `parbench list` names its readers). What is fixed for a variant is part of its name
+/// instead: a FusedMM strategy changes the algorithm's messages and cost model, so
+/// `1.5d-dense-shift/reuse` is a variant of its own.
 #[macro_export]
 macro_rules! point_params {
     ($(#[$meta:meta])* pub struct $name:ident {
-        $($(#[doc = $doc:literal])+ $field:ident : $ty:ty = $default:expr),+ $(,)?
+        $($(#[doc = $doc:literal])+ $field:ident $(for [$($reader:literal),+])? : $ty:ty = $default:expr),+ $(,)?
     }) => {
         $(#[$meta])*
         #[derive(Clone, Debug, serde::Deserialize)]
@@ -291,6 +298,7 @@ macro_rules! point_params {
                     choices: <$ty as ParamType>::choices(),
                     default: d.$field.show(),
                     help: [$($doc),+].iter().map(|s| s.trim()).collect::<Vec<_>>().join(" "),
+                    read_by: None$(.or(Some(vec![$($reader),+])))?,
                 }),+]
             }
             fn check_value(key: &str, value: &$crate::family::Value) -> Option<Result<(), String>> {
@@ -328,7 +336,7 @@ mod tests {
             /// which shape
             shape: Choice<Shape> = Choice(Shape::Round),
             /// optional limit
-            limit: Option<usize> = None,
+            limit for ["slow", "fast"]: Option<usize> = None,
         }
     }
 
@@ -384,6 +392,11 @@ mod tests {
         assert_eq!(shape.default, "round");
         assert_eq!(shape.help, "which shape");
         assert_eq!(specs[3].default, "none");
+        assert_eq!(specs[3].read_by, Some(vec!["slow", "fast"]));
+        assert_eq!(
+            specs[2].read_by, None,
+            "every variant reads an undeclared option"
+        );
         assert_eq!(specs[1].default, "0.5");
     }
 

@@ -93,3 +93,62 @@ equivalence: { reference: hogwild, rel_tol: 1.0e-9 }\n",
     std::fs::write(&ok, text.lines().take(7).collect::<Vec<_>>().join("\n")).unwrap();
     assert!(parbench::experiment::plan::build(&ok, false, None).is_ok());
 }
+
+/// An LDA experiment of `sequential` and `sync` that sets `async`'s delta encoding (line 8) and
+/// sweeps `sync`'s inner sampler (read by `sync`, so fine); its quick section sets the inner
+/// sampler for a quick run of `sequential` alone (line 13).
+const OPTION_NO_VARIANT_READS: &str = "\
+name: unread_option
+paper: mock
+reproduces: none
+family: lda
+data: { source: synthetic, seed: 1 }
+params:
+  iters: 2
+  delta: sparse
+sweep:
+  inner: [standard, sparse]
+quick:
+  variants: [sequential]
+  params: { inner: sparse }
+variants: [sequential, sync]
+repetitions: 1
+";
+
+#[test]
+fn an_option_that_none_of_the_experiments_variants_reads_is_refused_where_it_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("unread.yaml");
+    std::fs::write(&yaml, OPTION_NO_VARIANT_READS).unwrap();
+    let Err(err) = parbench::experiment::plan::build(&yaml, false, None) else {
+        panic!("the plan is accepted, though no variant reads `delta`");
+    };
+    let err = err.to_string();
+    let at = |line: usize, col: usize| format!("{}:{line}:{col}:", yaml.display());
+    let delta = err
+        .lines()
+        .find(|l| l.contains("`delta` is read only by async"))
+        .unwrap_or_else(|| panic!("delta not reported:\n{err}"));
+    assert!(delta.starts_with(&at(8, 3)), "{err}");
+    assert!(
+        delta.contains("this experiment runs sequential, sync"),
+        "{err}"
+    );
+    assert!(
+        err.contains("remove `delta`, or add `async` to the variants"),
+        "{err}"
+    );
+    let quick = err
+        .lines()
+        .find(|l| l.contains("`inner` is read only by sync, async"))
+        .unwrap_or_else(|| panic!("the quick section's inner not reported:\n{err}"));
+    assert!(quick.starts_with(&at(13, 13)), "{err}");
+    assert!(err.contains("2 problems in"), "{err}");
+    // Without `delta` and with the quick run keeping `sync`, the same experiment is a plan.
+    let fixed = OPTION_NO_VARIANT_READS
+        .replace("  delta: sparse\n", "")
+        .replace("variants: [sequential]\n", "variants: [sequential, sync]\n");
+    let ok = dir.path().join("ok.yaml");
+    std::fs::write(&ok, fixed).unwrap();
+    assert!(parbench::experiment::plan::build(&ok, false, None).is_ok());
+}

@@ -13,7 +13,7 @@ use crate::families::params::Named;
 use crate::util::progress::{Progress, ProgressMode};
 use crate::util::{csv, datadir};
 use anyhow::{bail, Context, Result};
-use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaOutput, LdaParams, TextOptions};
+use lda::{Control, Corpus, DeltaEncoding, InnerSampler, LdaOutput, LdaParams, Par, TextOptions};
 use serde_json::{json, Value as Json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -172,8 +172,8 @@ fn read_corpus(args: &TrainArgs, data_dir: Option<&Path>) -> Result<(Corpus, Str
     Ok((corpus, text.display().to_string()))
 }
 
-/// The sampler settings of the arguments (validated).
-pub fn params_of(args: &TrainArgs, corpus: &Corpus, backend: &Ranks) -> Result<LdaParams> {
+/// The sampler settings of the arguments (validated) and the workers of `sync` and `async`.
+pub fn params_of(args: &TrainArgs, corpus: &Corpus, backend: &Ranks) -> Result<(LdaParams, usize)> {
     let workers = match (args.workers, backend.job_size()) {
         (Some(0), _) => bail!("--workers must be at least 1"),
         (_, Some(1)) => bail!(
@@ -204,7 +204,6 @@ pub fn params_of(args: &TrainArgs, corpus: &Corpus, backend: &Ranks) -> Result<L
         beta: args.beta,
         iterations: args.iters,
         seed: args.seed,
-        workers,
         checkpoint_docs: checkpoint,
         likelihood_every: args.likelihood_every,
         delta: DeltaEncoding::from_name(&args.delta).unwrap_or_default(),
@@ -213,7 +212,7 @@ pub fn params_of(args: &TrainArgs, corpus: &Corpus, backend: &Ranks) -> Result<L
         verify_invariants: args.verify_invariants,
     };
     params.validate().context("invalid LDA settings")?;
-    Ok(params)
+    Ok((params, workers))
 }
 
 fn train(args: &TrainArgs, data_dir: Option<&Path>) -> Result<()> {
@@ -245,11 +244,13 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         bail!("the corpus {source} has no tokens (after stop words and --min-count)");
     }
     // Validate before creating the output folder, so a typo leaves nothing behind.
-    let params = params_of(args, &corpus, backend)?;
+    let (params, workers) = params_of(args, &corpus, backend)?;
+    // Under MPI the workers are the job's ranks after the master, `workers` of them.
+    let par = Par::threads(workers);
     if !root {
         // A worker rank: its part of the run, nothing printed or written.
         sampler
-            .train_on(&corpus, &params, backend.communicator(), &mut |_| {
+            .train_on(&corpus, &params, par, backend.communicator(), &mut |_| {
                 Control::Continue
             })
             .with_context(|| format!("training with variant {}", sampler.name()))?;
@@ -277,7 +278,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         if parallel {
             format!(
                 ", {} workers{}, checkpoint every {} documents",
-                params.workers,
+                workers,
                 if backend.communicator().is_some() {
                     " (MPI processes 1.., the master on rank 0)"
                 } else {
@@ -296,7 +297,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
             display.update(r);
             Control::Continue
         };
-        let result = sampler.train_on(&corpus, &params, backend.communicator(), &mut report);
+        let result = sampler.train_on(&corpus, &params, par, backend.communicator(), &mut report);
         display.finish();
         result
             .with_context(|| format!("training with variant {}", sampler.name()))?
@@ -318,7 +319,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
     }
 
     let topics = top_words(&corpus, &out, params.topics, args.top_words);
-    let summary = summary_json(args, &params, &corpus, &source, &out, &topics, parallel);
+    let summary = summary_json(args, &params, &corpus, &source, &out, &topics);
     print_time_split(&out, parallel);
     if args.json {
         let stdout = std::io::stdout();
@@ -441,7 +442,6 @@ fn summary_json(
     source: &str,
     out: &LdaOutput,
     topics: &[Vec<(String, u32)>],
-    parallel: bool,
 ) -> Json {
     let workers: Vec<Json> = out
         .workers
@@ -479,7 +479,8 @@ fn summary_json(
             "beta": params.beta,
             "iterations": params.iterations,
             "seed": params.seed,
-            "workers": if parallel { params.workers } else { 1 },
+            // The sequential variants report their one thread as one worker.
+            "workers": out.workers.len(),
             "checkpoint_docs": params.checkpoint_docs,
             "likelihood_every": params.likelihood_every,
             "delta": params.delta.name(),

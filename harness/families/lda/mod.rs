@@ -47,7 +47,7 @@ use crate::families::params::{positive, Choice, Named, PointIssue};
 use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use lda::{
-    Control, Corpus, DeltaEncoding, InnerSampler, IterationReport, LdaError, LdaParams,
+    Control, Corpus, DeltaEncoding, InnerSampler, IterationReport, LdaError, LdaParams, Par,
     SyntheticSpec,
 };
 use std::collections::BTreeMap;
@@ -107,19 +107,19 @@ crate::point_params! {
         /// sampler seed: initial topics, document shares, draws
         seed: u64 = LdaParams::default().seed,
         /// documents a worker samples between exchanges (none: checkpoint_fraction of its share)
-        checkpoint_docs: Option<usize> = None,
+        checkpoint_docs for ["sync", "async"]: Option<usize> = None,
         /// checkpoint as a fraction of a worker's share D / threads, in (0, 1]
-        checkpoint_fraction: f64 = DEFAULT_CHECKPOINT_FRACTION,
+        checkpoint_fraction for ["sync", "async"]: f64 = DEFAULT_CHECKPOINT_FRACTION,
         /// evaluate the log-likelihood every N iterations inside the timed run (0: only after it)
         likelihood_every: usize = 0,
-        /// async delta encoding
-        delta: Choice<DeltaEncoding> = Choice(DeltaEncoding::default()),
-        /// async: keep sampling while the master's reply is in flight
-        non_blocking: bool = LdaParams::default().non_blocking,
-        /// per-token sampler of sync/async workers
-        inner: Choice<InnerSampler> = Choice(InnerSampler::default()),
+        /// how a worker encodes its delta
+        delta for ["async"]: Choice<DeltaEncoding> = Choice(DeltaEncoding::default()),
+        /// keep sampling while the master's reply is in flight
+        non_blocking for ["async"]: bool = LdaParams::default().non_blocking,
+        /// the workers' per-token sampler
+        inner for ["sync", "async"]: Choice<InnerSampler> = Choice(InnerSampler::default()),
         /// recount the tables after every merge (slow)
-        verify_invariants: bool = LdaParams::default().verify_invariants,
+        verify_invariants for ["sync", "async"]: bool = LdaParams::default().verify_invariants,
         /// dataset: keep the first N documents (none: all); synthetic: number of documents
         /// (none: 1000)
         docs: Option<usize> = None,
@@ -159,7 +159,8 @@ pub fn checkpoint_docs(
 
 impl LdaPoint {
     /// The sampler settings for a corpus of `docs` documents and `workers` worker threads
-    /// (`threads` of the point); not validated (see [`LdaParams::validate`]).
+    /// (`threads` of the point, which set the checkpoint interval and are passed to the sampler
+    /// apart); not validated (see [`LdaParams::validate`]).
     pub fn sampler_params(&self, docs: usize, workers: usize) -> LdaParams {
         LdaParams {
             topics: self.topics,
@@ -167,7 +168,6 @@ impl LdaPoint {
             beta: self.beta,
             iterations: self.iters,
             seed: self.seed,
-            workers,
             checkpoint_docs: checkpoint_docs(
                 docs,
                 workers,
@@ -204,7 +204,6 @@ fn sampler_keys(e: &LdaError) -> &'static [&'static str] {
         LdaError::BadAlpha(_) => &["alpha"],
         LdaError::BadBeta(_) => &["beta"],
         LdaError::BadCheckpoint => &["checkpoint_docs", "checkpoint_fraction"],
-        LdaError::NoWorkers => &["threads"],
         _ => &["topics", "alpha", "beta"],
     }
 }
@@ -365,7 +364,9 @@ fn measure(
     let params = point.sampler_params(corpus.num_docs(), threads);
     params.validate()?;
     let mut reports = Vec::with_capacity(params.iterations);
-    let out = sampler.train_on(corpus, &params, backend.communicator(), &mut |r| {
+    // Under MPI the workers are the job's ranks after the master, `threads` of them.
+    let par = Par::threads(threads);
+    let out = sampler.train_on(corpus, &params, par, backend.communicator(), &mut |r| {
         reports.push(*r);
         Control::Continue
     })?;
@@ -501,14 +502,15 @@ mod tests {
             let params = LdaParams {
                 topics,
                 iterations: 3,
-                workers: 2,
                 checkpoint_docs: 10,
                 delta,
                 ..LdaParams::default()
             };
             let out = lda::variant("async")
                 .unwrap()
-                .train(&corpus, &params, &mut |_| Control::Continue)
+                .train(&corpus, &params, Par::threads(2), &mut |_| {
+                    Control::Continue
+                })
                 .unwrap();
             let m = measurement(&corpus, &params, &out);
             (m.metrics["delta_bytes_over_dense"], m.metrics["exchanges"])
@@ -526,7 +528,7 @@ mod tests {
         let params = LdaParams::default();
         let out = lda::variant("sequential")
             .unwrap()
-            .train(&corpus, &params, &mut |_| Control::Continue)
+            .train(&corpus, &params, Par::Seq, &mut |_| Control::Continue)
             .unwrap();
         assert_eq!(
             measurement(&corpus, &params, &out).metrics["delta_bytes_over_dense"],
@@ -600,7 +602,6 @@ mod tests {
         assert_eq!(
             params,
             LdaParams {
-                workers: 2,
                 checkpoint_docs: 172,
                 likelihood_every: 0,
                 ..LdaParams::default()

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use word2vec::eval::{self, AnalogyAccuracy, AnalogyResult, Evaluator, SimilarityResult};
 use word2vec::{
-    io, Control, Corpus, CorpusOptions, Distributed, EpochReport, Model, SyncOptions, TrainOutput,
-    TrainParams, Trainer,
+    io, Control, Corpus, CorpusOptions, Distributed, EpochReport, Model, Par, SyncOptions,
+    TrainOutput, TrainParams, Trainer,
 };
 
 /// File names of the evaluation sets in the data dir (the crate's, which its suite reads).
@@ -200,8 +200,8 @@ pub fn run(cmd: &W2vCommand, data_dir: Option<&Path>) -> Result<()> {
     }
 }
 
-/// The training settings of the arguments (validated).
-pub fn params_of(args: &TrainArgs) -> Result<TrainParams> {
+/// The training settings of the arguments (validated) and the training threads.
+pub fn params_of(args: &TrainArgs) -> Result<(TrainParams, usize)> {
     let threads = match args.threads {
         Some(0) => bail!("--threads must be at least 1"),
         Some(n) => n,
@@ -214,13 +214,12 @@ pub fn params_of(args: &TrainArgs) -> Result<TrainParams> {
         sample: args.sample,
         alpha: args.alpha,
         epochs: args.epochs,
-        threads,
         seed: args.seed,
         min_count: args.min_count,
         ..TrainParams::default()
     };
     params.validate().context("invalid word2vec settings")?;
-    Ok(params)
+    Ok((params, threads))
 }
 
 /// The shared-memory variants and `distributed`.
@@ -264,7 +263,8 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         })?
     };
     // Everything that can be checked before a long run is checked first.
-    let params = params_of(args)?;
+    let (params, threads) = params_of(args)?;
+    let par = Par::threads(threads);
     if args.max_vocab == Some(0) {
         bail!("--max-vocab must be at least 1");
     }
@@ -299,7 +299,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         params.sample,
         params.alpha,
         params.epochs,
-        params.threads,
+        threads,
         params.seed
     );
     let out = {
@@ -320,11 +320,12 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
                 &args.inner,
                 &corpus,
                 &params,
+                par,
                 &sync,
                 &mut show,
             )
             .map(|job| job.train),
-            None => trainer.train(&corpus, &params, &mut show),
+            None => trainer.train(&corpus, &params, par, &mut show),
         };
         display.finish();
         result.with_context(|| format!("training with variant {}", trainer.name()))?
@@ -347,7 +348,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         if args.binary { "binary" } else { "text" },
         t.elapsed().as_secs_f64()
     );
-    print_train_summary(trainer.name(), &params, &out);
+    print_train_summary(trainer.name(), &params, threads, &out);
     Ok(())
 }
 
@@ -369,7 +370,7 @@ fn check_output_folder(out: &Path) -> Result<()> {
     Ok(())
 }
 
-fn print_train_summary(variant: &str, params: &TrainParams, out: &TrainOutput) {
+fn print_train_summary(variant: &str, params: &TrainParams, threads: usize, out: &TrainOutput) {
     let gflops = if out.seconds > 0.0 {
         out.flops / out.seconds / 1e9
     } else {
@@ -382,7 +383,7 @@ fn print_train_summary(variant: &str, params: &TrainParams, out: &TrainOutput) {
         out.words_per_second,
         gflops,
         out.epochs_completed,
-        params.threads
+        threads
     );
     for (e, stats) in out.epochs.iter().enumerate() {
         println!(

@@ -51,7 +51,7 @@ use std::time::Instant;
 use word2vec::eval::EvalSuite;
 use word2vec::generate::PlantedSpec;
 use word2vec::{
-    Control, Corpus, CorpusOptions, EpochReport, Model, SyncOptions, TrainOutput, TrainParams,
+    Control, Corpus, CorpusOptions, EpochReport, Model, Par, SyncOptions, TrainOutput, TrainParams,
     W2vError,
 };
 
@@ -115,18 +115,18 @@ crate::point_params! {
         report_every_s: f64 = 3600.0,
         /// corpus pairs over which each epoch's closing report estimates the loss (0: none)
         loss_sample: usize = 0,
-        /// distributed: in-process ranks, each with `threads` threads
-        ranks: usize = 1,
-        /// distributed: the variant each rank trains with
-        inner: Choice<InnerVariant> = Choice(InnerVariant::DEFAULT),
-        /// distributed: corpus words per rank between model exchanges
-        sync_words: u64 = SyncOptions::default().sync_words,
-        /// distributed: the most frequent words, exchanged every time
-        hot_words: usize = SyncOptions::default().hot_words,
-        /// distributed: the other rows are exchanged every N exchanges
-        rare_every: usize = SyncOptions::default().rare_every,
-        /// distributed: multiply alpha by the number of ranks
-        scale_alpha: bool = SyncOptions::default().scale_alpha,
+        /// in-process ranks, each with `threads` threads
+        ranks for ["distributed"]: usize = 1,
+        /// the variant each rank trains with
+        inner for ["distributed"]: Choice<InnerVariant> = Choice(InnerVariant::DEFAULT),
+        /// corpus words per rank between model exchanges
+        sync_words for ["distributed"]: u64 = SyncOptions::default().sync_words,
+        /// the most frequent words, exchanged every time
+        hot_words for ["distributed"]: usize = SyncOptions::default().hot_words,
+        /// the other rows are exchanged every N exchanges
+        rare_every for ["distributed"]: usize = SyncOptions::default().rare_every,
+        /// multiply alpha by the number of ranks
+        scale_alpha for ["distributed"]: bool = SyncOptions::default().scale_alpha,
         /// synthetic: planted word groups
         groups: usize = 10,
         /// synthetic: words per group
@@ -149,9 +149,9 @@ pub struct W2vInput {
 }
 
 impl Word2vecPoint {
-    /// The training settings with `threads` threads, the run's seed the data seed plus the
-    /// point's; not validated (see [`TrainParams::validate`]).
-    pub fn train_params(&self, data_seed: u64, threads: usize) -> TrainParams {
+    /// The training settings, the run's seed the data seed plus the point's; not validated
+    /// (see [`TrainParams::validate`]). The threads are the runner's, passed to the trainer.
+    pub fn train_params(&self, data_seed: u64) -> TrainParams {
         TrainParams {
             dim: self.dim,
             window: self.window,
@@ -159,7 +159,6 @@ impl Word2vecPoint {
             sample: self.sample,
             alpha: self.alpha,
             epochs: self.epochs,
-            threads,
             seed: data_seed.wrapping_add(self.seed),
             min_count: self.min_count,
             // Reports feed the trace only (the harness shows no progress inside a run).
@@ -207,7 +206,8 @@ fn train_key(e: &W2vError) -> &'static str {
         W2vError::BadSample(_) => "sample",
         W2vError::BadAlpha(_) => "alpha",
         W2vError::NoEpochs => "epochs",
-        _ => "threads",
+        // Not an error of validation: only the ones above are.
+        _ => "dim",
     }
 }
 
@@ -271,7 +271,7 @@ impl TypedFamily for Word2vecFamily {
         }
         // The crate's own validation, so each rule is written once (dim, window, negative,
         // sample, alpha, epochs).
-        if let Err(e) = point.train_params(0, 1).validate() {
+        if let Err(e) = point.train_params(0).validate() {
             let key = train_key(&e);
             issues.push(PointIssue::new(
                 &[key],
@@ -394,8 +394,9 @@ impl Word2vecFamily {
         let input = input
             .downcast_ref::<W2vInput>()
             .ok_or_else(|| anyhow!("internal: the prepared input is not a word2vec corpus"))?;
-        let params = point.train_params(input.data_seed, threads);
+        let params = point.train_params(input.data_seed);
         params.validate()?;
+        let par = Par::threads(threads);
         let mut reports: Vec<EpochReport> = Vec::new();
         let mut progress = |r: &EpochReport| {
             reports.push(*r);
@@ -408,6 +409,7 @@ impl Word2vecFamily {
                 point.inner.name(),
                 &input.corpus,
                 &params,
+                par,
                 &point.sync_options(),
                 &mut progress,
             )?;
@@ -428,7 +430,7 @@ impl Word2vecFamily {
                 ranks: point.ranks,
                 sync: point.sync_options(),
             };
-            let mut ranks = d.train_ranks(&input.corpus, &params, &mut progress)?;
+            let mut ranks = d.train_ranks(&input.corpus, &params, par, &mut progress)?;
             let words: u64 = ranks
                 .iter()
                 .map(|r| r.comm.total().words_sent)
@@ -445,7 +447,10 @@ impl Word2vecFamily {
         } else {
             let trainer = word2vec::variant(variant)
                 .ok_or_else(|| anyhow!("unknown word2vec variant {variant}"))?;
-            (trainer.train(&input.corpus, &params, &mut progress)?, None)
+            (
+                trainer.train(&input.corpus, &params, par, &mut progress)?,
+                None,
+            )
         };
         let mut m = measurement(&input.corpus, &params, &out);
         m.trace = trace(&reports);
@@ -740,14 +745,13 @@ mod tests {
             seed: 3,
             ..Default::default()
         };
-        assert_eq!(point.train_params(10, 2).seed, 13);
-        let defaults = Word2vecPoint::default().train_params(10, 2);
+        assert_eq!(point.train_params(10).seed, 13);
+        let defaults = Word2vecPoint::default().train_params(10);
         assert_eq!(defaults.epochs, 1);
         assert_eq!(
             defaults,
             TrainParams {
                 epochs: 1,
-                threads: 2,
                 seed: 10,
                 report_interval_seconds: 3600.0,
                 ..TrainParams::default()

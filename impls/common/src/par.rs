@@ -70,9 +70,84 @@ impl Par {
     }
 }
 
+/// Starts a worker thread of `scope` running `f`, or says why the system refused it. Kernels that
+/// run their own threads (rather than a rayon pool) start every one through this, so a refused
+/// thread is an error the run returns, carrying `threads` (the threads the caller asked for in
+/// all) and the system's reason, instead of the panic of `std::thread::Scope::spawn`.
+pub fn spawn_scoped<'scope, 'env, F, T>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    threads: usize,
+    f: F,
+) -> Result<std::thread::ScopedJoinHandle<'scope, T>, PoolError>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    spawn_with(std::thread::Builder::new(), scope, threads, f)
+}
+
+/// [`spawn_scoped`] with a given builder, so a test can make the system refuse the thread.
+fn spawn_with<'scope, 'env, F, T>(
+    builder: std::thread::Builder,
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    threads: usize,
+    f: F,
+) -> Result<std::thread::ScopedJoinHandle<'scope, T>, PoolError>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    builder.spawn_scoped(scope, f).map_err(|e| PoolError {
+        threads,
+        reason: e.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scoped_worker_runs_its_closure_on_another_thread_and_returns_its_value() {
+        let caller = std::thread::current().id();
+        let mut borrowed = vec![1, 2, 3];
+        let (sum, other_thread) = std::thread::scope(|scope| {
+            let handle = spawn_scoped(scope, 1, || {
+                borrowed.push(4);
+                (
+                    borrowed.iter().sum::<i32>(),
+                    std::thread::current().id() != caller,
+                )
+            })
+            .expect("the system starts one thread");
+            handle.join().expect("the closure does not panic")
+        });
+        assert_eq!(sum, 10);
+        assert!(other_thread);
+        assert_eq!(borrowed, [1, 2, 3, 4]);
+    }
+
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn a_refused_scoped_worker_is_an_error_with_the_threads_asked_for_and_the_scope_ends() {
+        // A 4 EiB stack exceeds any address space, so the system refuses the thread whatever its
+        // limit on thread counts: the path a refused thread takes.
+        let huge = std::thread::Builder::new().stack_size(1 << 62);
+        let refused = std::thread::scope(|scope| {
+            let started = spawn_scoped(scope, 7, || 1).map(|h| h.join());
+            let refused = spawn_with(huge, scope, 7, || 2).map(drop);
+            assert!(matches!(started, Ok(Ok(1))));
+            refused
+        });
+        let e = refused.expect_err("no system gives a thread an address space's worth of stack");
+        assert_eq!(e.threads, 7);
+        assert!(!e.reason.is_empty());
+        assert!(
+            e.to_string()
+                .starts_with("cannot start a pool of 7 threads: "),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_pool_has_exactly_the_threads_asked_for_and_sequential_needs_none() {

@@ -8,7 +8,7 @@
 //! evaluated during the timed run (`likelihood_every = 0`). With `repeats > 1` each line is the
 //! run with the best throughput (the others are disturbed by whatever else the machine runs).
 
-use lda::{variant, Control, Corpus, DeltaEncoding, InnerSampler, LdaParams};
+use lda::{variant, Control, Corpus, DeltaEncoding, InnerSampler, LdaParams, Par};
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -18,6 +18,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let topics: usize = args.get(3).map_or(Ok(20), |s| s.parse())?;
     let workers: usize = args.get(4).map_or(Ok(2), |s| s.parse())?;
     let repeats: usize = args.get(5).map_or(Ok(1), |s| s.parse())?;
+    if workers == 0 {
+        return Err("workers must be at least 1".into());
+    }
     let corpus = Corpus::read_uci(
         &dir.join("docword.kos.txt"),
         Some(&dir.join("vocab.kos.txt")),
@@ -43,7 +46,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "sync",
             "checkpoint = share / 10",
             LdaParams {
-                workers,
                 checkpoint_docs: share / 10,
                 ..base.clone()
             },
@@ -52,7 +54,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "sync",
             "sparse inner, checkpoint = share / 10",
             LdaParams {
-                workers,
                 checkpoint_docs: share / 10,
                 inner: InnerSampler::Sparse,
                 ..base.clone()
@@ -62,7 +63,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "async",
             "dense, blocking, checkpoint = share / 10",
             LdaParams {
-                workers,
                 checkpoint_docs: share / 10,
                 ..base.clone()
             },
@@ -71,7 +71,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "async",
             "sparse delta, non-blocking, checkpoint = share / 10",
             LdaParams {
-                workers,
                 checkpoint_docs: share / 10,
                 delta: DeltaEncoding::Sparse,
                 non_blocking: true,
@@ -82,7 +81,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "async",
             "sparse inner, dense, non-blocking, checkpoint = share / 10",
             LdaParams {
-                workers,
                 checkpoint_docs: share / 10,
                 non_blocking: true,
                 inner: InnerSampler::Sparse,
@@ -98,7 +96,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let sampler = variant(name).ok_or("unknown variant")?;
         let mut best: Option<lda::LdaOutput> = None;
         for _ in 0..repeats.max(1) {
-            let out = sampler.train(&corpus, &params, &mut |_| Control::Continue)?;
+            let out = sampler.train(&corpus, &params, Par::threads(workers), &mut |_| {
+                Control::Continue
+            })?;
             if best
                 .as_ref()
                 .is_none_or(|b| out.tokens_per_second > b.tokens_per_second)

@@ -13,7 +13,7 @@
 //! evaluated inside the timed run. At K = 10,000 `sequential` (O(K) per token) runs one
 //! iteration only, and its tokens/s is from that one.
 
-use lda::{variant, Control, Corpus, LdaParams, LdaSampler, MetropolisHastings};
+use lda::{variant, Control, Corpus, LdaParams, LdaSampler, MetropolisHastings, Par};
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -82,7 +82,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 seed: 42,
                 ..LdaParams::default()
             };
-            let out = sampler.train(&corpus, &params, &mut |_| Control::Continue)?;
+            // One thread, as the header says (sync and async, if named, get one worker).
+            let out = sampler.train(&corpus, &params, Par::Seq, &mut |_| Control::Continue)?;
             let rate = out.tokens_per_second;
             let sparse = *sparse_rate.get_or_insert(rate);
             // Sampling seconds at each evaluation: the clock minus the evaluations so far.

@@ -14,8 +14,8 @@
 //!   whatever K: alternating word proposals (n_kw + beta) and document proposals
 //!   (n_dk + alpha), each drawn from a random other token's topic, accepted against the exact
 //!   collapsed conditional; bit-for-bit repeatable.
-//! - [`SyncMasterWorker`] (`sync`): AD-LDA, `workers` threads with a barrier and a merge at every
-//!   checkpoint; repeatable for a seed and worker count.
+//! - [`SyncMasterWorker`] (`sync`): AD-LDA, `par.degree()` worker threads with a barrier and a
+//!   merge at every checkpoint; repeatable for a seed and worker count.
 //! - [`AsyncMasterWorker`] (`async`): the paper's asynchronous master-worker; dense or sparse
 //!   deltas, blocking or non-blocking exchange; timing-dependent.
 //!
@@ -26,14 +26,15 @@
 //! # Using it from the harness
 //!
 //! ```no_run
-//! use lda::{variant, Control, Corpus, LdaParams};
+//! use lda::{variant, Control, Corpus, LdaParams, Par};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let corpus = Corpus::read_uci("docword.kos.txt".as_ref(), Some("vocab.kos.txt".as_ref()))?;
 //! // or Corpus::read_text(path, &TextOptions { min_count: 5, max_docs: None })
-//! let params = LdaParams { topics: 20, iterations: 100, workers: 2, checkpoint_docs: 500,
+//! let params = LdaParams { topics: 20, iterations: 100, checkpoint_docs: 500,
 //!                          ..LdaParams::default() };
 //! let sampler = variant("async").expect("known variant");
-//! let out = sampler.train(&corpus, &params, &mut |r| {
+//! // Two workers; a worker thread the system refuses is LdaError::Threads.
+//! let out = sampler.train(&corpus, &params, Par::threads(2), &mut |r| {
 //!     // r.iteration, r.loglik (Some every likelihood_every iterations), r.elapsed_seconds
 //!     Control::Continue
 //! })?;
@@ -88,6 +89,8 @@ pub use sequential::Sequential;
 pub use sparse::Sparse;
 pub use sync::SyncMasterWorker;
 
+pub use parbench_common::Par;
+
 /// The instructions the samplers run with: "scalar" on every CPU (no run-time dispatch), so
 /// their instruction counts do not depend on the host. Reported as the other families report
 /// theirs.
@@ -100,21 +103,25 @@ pub trait LdaSampler: Send + Sync {
     /// The variant's name as used in experiment files and on the command line (`async`).
     fn name(&self) -> &'static str;
 
-    /// Trains on `corpus` from the random initial state of `params.seed`. `progress` hears
-    /// about every completed iteration and may stop the run early by returning
+    /// Trains on `corpus` from the random initial state of `params.seed`. The master-worker
+    /// variants run `par.degree()` worker threads (a thread the system refuses is
+    /// [`LdaError::Threads`], never fewer workers); the sequential ones ignore `par`. `progress`
+    /// hears about every completed iteration and may stop the run early by returning
     /// [`Control::Stop`]; the output then holds the state reached. Nothing is printed.
     fn train(
         &self,
         corpus: &Corpus,
         params: &LdaParams,
+        par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError>;
 
     /// Trains across the ranks of `comm` (MPI processes, or in-process ranks): every rank calls
     /// this with the same corpus and parameters; the master runs on rank 0 and gets the output,
-    /// worker `i` on rank `i + 1` gets `None`. `params.workers` must be `comm.size() - 1`. The
-    /// result equals [`LdaSampler::train`]'s with as many worker threads whenever that one is
-    /// repeatable (`sync`; `async` with one blocking worker). Only the master-worker variants
+    /// worker `i` on rank `i + 1` gets `None`: the workers are the `comm.size() - 1` ranks
+    /// after the master, so a communicator of fewer than 2 ranks is [`LdaError::BadLaunch`].
+    /// The result equals [`LdaSampler::train`]'s with as many worker threads whenever that one
+    /// is repeatable (`sync`; `async` with one blocking worker). Only the master-worker variants
     /// run across ranks; the others refuse.
     fn train_on_ranks(
         &self,
@@ -129,22 +136,24 @@ pub trait LdaSampler: Send + Sync {
         })
     }
 
-    /// [`LdaSampler::train`] in this process when `comm` is `None`, else
-    /// [`LdaSampler::train_on_ranks`] across its ranks.
+    /// [`LdaSampler::train`] with `par` in this process when `comm` is `None`, else
+    /// [`LdaSampler::train_on_ranks`] across its ranks (which ignores `par`: the workers are
+    /// the ranks).
     fn train_on(
         &self,
         corpus: &Corpus,
         params: &LdaParams,
+        par: Par,
         comm: Option<&dyn parbench_common::comm::Communicator>,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<Option<LdaOutput>, LdaError> {
         match comm {
             Some(comm) => self.train_on_ranks(corpus, params, comm, progress),
-            None => self.train(corpus, params, progress).map(Some),
+            None => self.train(corpus, params, par, progress).map(Some),
         }
     }
 
-    /// Whether the variant runs `params.workers` threads (the sequential ones ignore it).
+    /// Whether the variant runs `par.degree()` worker threads (the sequential ones ignore it).
     fn is_parallel(&self) -> bool {
         false
     }

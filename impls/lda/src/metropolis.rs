@@ -79,7 +79,7 @@ use crate::corpus::Corpus;
 use crate::kernel::{train_single_with, CorpusSweep, Tables, TokenProbe};
 use crate::model::LdaState;
 use crate::problem::{Control, IterationReport, LdaError, LdaOutput, LdaParams};
-use crate::LdaSampler;
+use crate::{LdaSampler, Par};
 use parbench_common::Rng;
 
 /// Metropolis-Hastings steps per token when not set: two word and two document proposals.
@@ -113,6 +113,7 @@ impl LdaSampler for MetropolisHastings {
         &self,
         corpus: &Corpus,
         params: &LdaParams,
+        _par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError> {
         train_single_with(corpus, params, progress, |tables, assignments| {

@@ -35,8 +35,9 @@ use crate::problem::{
     Control, DeltaEncoding, InvariantRecord, IterationReport, LdaError, LdaOutput, LdaParams,
     LoglikPoint, WorkerStats, DENSE_DELTA_ENTRY_BYTES, SPARSE_DELTA_ENTRY_BYTES,
 };
-use crate::LdaSampler;
+use crate::{LdaSampler, Par};
 use parbench_common::comm::Communicator;
+use parbench_common::par::spawn_scoped;
 use parbench_common::Rng;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -876,9 +877,9 @@ impl Progress {
 /// Where the master and the workers run.
 #[derive(Clone, Copy)]
 pub(crate) enum Transport<'c> {
-    /// Workers on scoped threads of this process, the master on the calling thread; messages
-    /// over channels.
-    Threads,
+    /// This many workers on scoped threads of this process, the master on the calling thread;
+    /// messages over channels.
+    Threads(usize),
     /// Every rank of `comm` calls in: the master on rank 0, worker `i` on rank `i + 1`;
     /// messages are the communicator's point-to-point bytes ([`crate::wire`]).
     Ranks(&'c dyn Communicator),
@@ -893,17 +894,14 @@ fn train_master_worker<V: MasterWorker>(
     transport: Transport<'_>,
 ) -> Result<Option<LdaOutput>, LdaError> {
     params.validate()?;
-    if let Transport::Ranks(comm) = transport {
-        if comm.size() < 2 || comm.size() != params.workers + 1 {
-            return Err(LdaError::BadLaunch {
-                ranks: comm.size(),
-                workers: params.workers,
-            });
-        }
-    }
+    let workers = match transport {
+        Transport::Threads(workers) => workers,
+        Transport::Ranks(comm) if comm.size() >= 2 => comm.size() - 1,
+        Transport::Ranks(comm) => return Err(LdaError::BadLaunch { ranks: comm.size() }),
+    };
     let k = params.topics;
     let initial = LdaState::random(corpus, k, params.seed);
-    let shares = partition_docs(corpus, params.workers, params.seed);
+    let shares = partition_docs(corpus, workers, params.seed);
     let schedule = V::schedule(params, &shares);
     let encoding = V::encoding(params);
     let tables = Tables {
@@ -933,32 +931,33 @@ fn train_master_worker<V: MasterWorker>(
         }
     };
     match transport {
-        Transport::Threads => {
+        Transport::Threads(_) => {
             let (to_master, from_workers) = channel();
             let mut replies = Vec::new();
-            let mut workers = Vec::new();
-            for id in 0..params.workers {
+            let mut starts = Vec::new();
+            for id in 0..workers {
                 let (reply, from_master) = channel();
                 replies.push(reply);
                 let link = ChannelWorkerLink {
                     to_master: to_master.clone(),
                     from_master,
                 };
-                workers.push((worker(id), link));
+                starts.push((worker(id), link));
             }
             drop(to_master);
             let mut state = Master::new(corpus, params, tables, shares, &initial, schedule);
             drop(initial);
-            let outcome = std::thread::scope(|scope| {
-                for (worker, mut link) in workers {
-                    scope.spawn(move || spawn_body(worker, &mut link));
-                }
-                // The link moves into this scope and is dropped when the master returns, so
-                // workers still waiting after a failure see a closed channel and exit.
+            let outcome = std::thread::scope(|scope| -> Result<(), LdaError> {
+                // The link moves into this scope and is dropped when the master returns (or a
+                // worker could not start), so workers still waiting see a closed channel and
+                // exit before the scope joins them.
                 let mut link = ChannelMasterLink {
                     from_workers,
                     replies,
                 };
+                for (worker, mut to_master) in starts {
+                    spawn_scoped(scope, workers, move || spawn_body(worker, &mut to_master))?;
+                }
                 V::master_loop(&mut state, &mut link, progress)
             });
             outcome?;
@@ -1021,9 +1020,10 @@ impl<T: MasterWorker + Send + std::marker::Sync> LdaSampler for T {
         &self,
         corpus: &Corpus,
         params: &LdaParams,
+        par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError> {
-        train_master_worker::<T>(corpus, params, progress, Transport::Threads)
+        train_master_worker::<T>(corpus, params, progress, Transport::Threads(par.degree()))
             .map(|out| out.expect("the threads transport runs the master here"))
     }
 

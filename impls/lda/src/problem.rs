@@ -2,6 +2,7 @@
 
 use crate::corpus::CorpusError;
 use crate::model::LdaState;
+use parbench_common::par::PoolError;
 use thiserror::Error;
 
 /// What can be wrong with an LDA run's inputs, or a run that failed.
@@ -21,9 +22,6 @@ pub enum LdaError {
     /// `beta` is zero, negative or not finite (the value is carried).
     #[error("beta must be finite and positive, got {0}")]
     BadBeta(f64),
-    /// `workers` is 0 (every variant validates it, the sequential ones included).
-    #[error("the number of workers must be at least 1, got 0")]
-    NoWorkers,
     /// `checkpoint_docs` is 0.
     #[error("the checkpoint interval must be at least 1 document, got 0")]
     BadCheckpoint,
@@ -76,13 +74,11 @@ pub enum LdaError {
         /// The variant's name.
         variant: &'static str,
     },
-    /// The communicator's size is not `workers + 1` (a master and at least one worker).
-    #[error("a master and {workers} workers need {} ranks, the job has {ranks} (run mpirun -np P+1 for P workers, at least 2)", workers + 1)]
+    /// The communicator has fewer than 2 ranks: the master needs at least one worker.
+    #[error("a master and its workers need at least 2 ranks, the job has {ranks} (run mpirun -np P+1 for P workers)")]
     BadLaunch {
         /// Ranks of the communicator.
         ranks: usize,
-        /// `params.workers`.
-        workers: usize,
     },
     /// A worker (thread or rank) failed or broke the protocol; the run was abandoned.
     #[error("worker {worker} failed: {reason}")]
@@ -95,6 +91,9 @@ pub enum LdaError {
     /// The corpus could not be read or is invalid.
     #[error(transparent)]
     Corpus(#[from] CorpusError),
+    /// The system refused a worker thread; the workers already started were stopped.
+    #[error(transparent)]
+    Threads(#[from] PoolError),
 }
 
 /// How a worker encodes the change of its word-topic table since its last exchange.
@@ -152,8 +151,9 @@ impl InnerSampler {
     }
 }
 
-/// Everything a run needs besides the corpus. `Default` is the paper's setting on a small
-/// checkpoint: K = 20, alpha = beta = 0.1, 100 iterations, one worker.
+/// Everything a run needs besides the corpus (the workers of `sync` and `async` are the `par`
+/// of [`crate::LdaSampler::train`]). `Default` is the paper's setting on a small checkpoint:
+/// K = 20, alpha = beta = 0.1, 100 iterations.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LdaParams {
     /// K.
@@ -166,8 +166,6 @@ pub struct LdaParams {
     pub iterations: usize,
     /// Seeds the initial assignments, the document partition and every sampling stream.
     pub seed: u64,
-    /// Worker threads of `sync` and `async` (the sequential variants ignore it).
-    pub workers: usize,
     /// Documents a worker samples between two exchanges with the master (may be less or more
     /// than its share of the corpus, so exchanges fall within or across iterations).
     pub checkpoint_docs: usize,
@@ -196,7 +194,6 @@ impl Default for LdaParams {
             beta: 0.1,
             iterations: 100,
             seed: 0,
-            workers: 1,
             checkpoint_docs: 500,
             likelihood_every: 10,
             delta: DeltaEncoding::Dense,
@@ -225,9 +222,6 @@ impl LdaParams {
         }
         if !(self.beta.is_finite() && self.beta > 0.0) {
             return Err(LdaError::BadBeta(self.beta));
-        }
-        if self.workers == 0 {
-            return Err(LdaError::NoWorkers);
         }
         if self.checkpoint_docs == 0 {
             return Err(LdaError::BadCheckpoint);

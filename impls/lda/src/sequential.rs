@@ -14,7 +14,7 @@
 use crate::corpus::Corpus;
 use crate::kernel::{train_single, Kernel, Tables};
 use crate::problem::{Control, InnerSampler, IterationReport, LdaError, LdaOutput, LdaParams};
-use crate::LdaSampler;
+use crate::{LdaSampler, Par};
 use parbench_common::Rng;
 
 /// The standard O(K)-per-token sampler.
@@ -30,6 +30,7 @@ impl LdaSampler for Sequential {
         &self,
         corpus: &Corpus,
         params: &LdaParams,
+        _par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError> {
         train_single(InnerSampler::Standard, corpus, params, progress)

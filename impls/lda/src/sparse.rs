@@ -27,7 +27,7 @@
 use crate::corpus::Corpus;
 use crate::kernel::{train_single, Kernel, Tables};
 use crate::problem::{Control, InnerSampler, IterationReport, LdaError, LdaOutput, LdaParams};
-use crate::LdaSampler;
+use crate::{LdaSampler, Par};
 use parbench_common::Rng;
 
 /// SparseLDA, sequential.
@@ -43,6 +43,7 @@ impl LdaSampler for Sparse {
         &self,
         corpus: &Corpus,
         params: &LdaParams,
+        _par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<LdaOutput, LdaError> {
         train_single(InnerSampler::Sparse, corpus, params, progress)

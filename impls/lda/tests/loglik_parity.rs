@@ -20,15 +20,15 @@ fn deterministic_variants_end_near_the_sequential_log_likelihood_and_async_conse
     })
     .unwrap();
     let corpus = &truth.corpus;
+    let workers = 3;
     let base = LdaParams {
         topics: 6,
         iterations: 60,
-        workers: 3,
         checkpoint_docs: 10,
         likelihood_every: 0,
         ..LdaParams::default()
     };
-    let sequential = train(&lda::Sequential, corpus, &base).final_loglik;
+    let sequential = train(&lda::Sequential, corpus, &base, 1).final_loglik;
     let initial = LdaState::random(corpus, 6, base.seed).log_likelihood(corpus, 0.1, 0.1);
     // The merged-topic optimum sits about 5% below; a sampler that loses or doubles counts
     // ends far lower still.
@@ -40,17 +40,17 @@ fn deterministic_variants_end_near_the_sequential_log_likelihood_and_async_conse
     let mut claimed = 0;
     for v in variants() {
         for params in option_sets(v.as_ref(), &base) {
-            let what = describe(v.as_ref(), &params);
+            let what = describe(v.as_ref(), &params, workers);
             if !is_deterministic(v.as_ref()) {
                 let params = LdaParams {
                     verify_invariants: true,
                     ..params
                 };
-                let out = train(v.as_ref(), corpus, &params);
-                assert_async_conserves_counts(&what, corpus, &params, &out);
+                let out = train(v.as_ref(), corpus, &params, workers);
+                assert_async_conserves_counts(&what, corpus, &params, workers, &out);
                 continue;
             }
-            let ll = train(v.as_ref(), corpus, &params).final_loglik;
+            let ll = train(v.as_ref(), corpus, &params, workers).final_loglik;
             let gap = (ll - sequential).abs() / sequential.abs();
             assert!(
                 gap < tolerance,

@@ -25,12 +25,12 @@ fn deterministic_variants_recover_the_true_topics_and_async_conserves_its_counts
     let corpus = &truth.corpus;
     // Good runs reach about 0.005; merged-topic optima about 0.1.
     let bound = 0.05;
+    let workers = 2;
     let base = LdaParams {
         topics: 5,
         alpha: 0.2,
         beta: 0.01,
         iterations: 150,
-        workers: 2,
         checkpoint_docs: 40,
         likelihood_every: 0,
         ..LdaParams::default()
@@ -49,17 +49,17 @@ fn deterministic_variants_recover_the_true_topics_and_async_conserves_its_counts
     let mut claimed = 0;
     for v in variants() {
         for params in option_sets(v.as_ref(), &base) {
-            let what = describe(v.as_ref(), &params);
+            let what = describe(v.as_ref(), &params, workers);
             if !is_deterministic(v.as_ref()) {
                 let params = LdaParams {
                     verify_invariants: true,
                     ..params
                 };
-                let out = train(v.as_ref(), corpus, &params);
-                assert_async_conserves_counts(&what, corpus, &params, &out);
+                let out = train(v.as_ref(), corpus, &params, workers);
+                assert_async_conserves_counts(&what, corpus, &params, workers, &out);
                 continue;
             }
-            let out = train(v.as_ref(), corpus, &params);
+            let out = train(v.as_ref(), corpus, &params, workers);
             let learned = out.state.topic_word_distributions(params.beta);
             let m = match_topics(&truth.topic_word, &learned, 5);
             assert!(

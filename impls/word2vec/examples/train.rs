@@ -10,14 +10,14 @@
 use std::path::PathBuf;
 use std::time::Instant;
 use word2vec::eval::EvalSuite;
-use word2vec::{io, variant, variant_names, Control, Corpus, CorpusOptions, TrainParams};
+use word2vec::{io, variant, variant_names, Control, Corpus, CorpusOptions, Par, TrainParams};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let corpus_path = PathBuf::from(args.next().ok_or("usage: train CORPUS [options]")?);
     let mut tokens: Option<u64> = Some(3_000_000);
+    let mut threads: usize = 2;
     let mut params = TrainParams {
-        threads: 2,
         epochs: 1,
         ..TrainParams::default()
     };
@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--tokens" => tokens = (value != "all").then(|| value.parse()).transpose()?,
-            "--threads" => params.threads = value.parse()?,
+            "--threads" => threads = value.parse()?,
             "--epochs" => params.epochs = value.parse()?,
             "--dim" => params.dim = value.parse()?,
             "--window" => params.window = value.parse()?,
@@ -38,6 +38,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--out" => out = Some(value.into()),
             _ => return Err(format!("unknown option {flag}").into()),
         }
+    }
+    if threads == 0 {
+        return Err("--threads must be at least 1".into());
     }
     let t = Instant::now();
     let corpus = Corpus::read(
@@ -57,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let suite = eval_dir.map(|d| EvalSuite::load(&d)).transpose()?;
     for name in &names {
         let trainer = variant(name).ok_or(format!("unknown variant {name}"))?;
-        let result = trainer.train(&corpus, &params, &mut |r| {
+        let result = trainer.train(&corpus, &params, Par::threads(threads), &mut |r| {
             if r.epoch_finished {
                 eprintln!(
                     "  {name}: epoch {} done, alpha {:.5}, {:.0} words/s",
@@ -73,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{name:8} d {} threads {}: {:>10.0} words/s  {:6.2} GFLOP/s  {:7.1} s  model MB/epoch read {:8.1} written {:8.1}",
             params.dim,
-            params.threads,
+            threads,
             result.words_per_second,
             result.flops / result.seconds / 1e9,
             result.seconds,

@@ -32,9 +32,10 @@
 use crate::driver::{self, ChunkKernel, SegmentEnd, Segments};
 use crate::model::initial_input_vectors;
 use crate::problem::{Control, EpochReport, Traffic, TrainOutput, TrainParams, W2vError};
-use crate::{Corpus, Full, FullRegister, Gemm, Hogwild, Trainer};
+use crate::{Corpus, Full, FullRegister, Gemm, Hogwild, Par, Trainer};
 use parbench_common::comm::threads::run_threads;
 use parbench_common::comm::{CommError, CommStats, Communicator, Phase};
+use parbench_common::par::spawn_scoped;
 use std::ops::Range;
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -99,13 +100,15 @@ fn comm_error(e: CommError) -> W2vError {
 }
 
 /// Trains this rank's share of `corpus` with `inner` (`hogwild`, `gemm`, `full` or
-/// `full-register`) and `params.threads` threads, exchanging with the other ranks of `comm` as
-/// `sync` says. Every rank calls it with the same arguments. `progress` reports this rank's own progress.
+/// `full-register`) and `par.degree()` threads, exchanging with the other ranks of `comm` as
+/// `sync` says. Every rank calls it with the same arguments. `progress` reports this rank's own
+/// progress. A thread the system refuses ends this rank's run with [`W2vError::Threads`].
 pub fn train_rank(
     comm: &dyn Communicator,
     inner: &str,
     corpus: &Corpus,
     params: &TrainParams,
+    par: Par,
     sync: &SyncOptions,
     progress: &mut dyn FnMut(&EpochReport) -> Control,
 ) -> Result<RankOutput, W2vError> {
@@ -213,7 +216,15 @@ pub fn train_rank(
         count: segments_per_epoch(n, p, sync.sync_words),
         exchange: &mut exchange,
     };
-    let train = driver::train_shard(kernel, corpus, shard, &params, Some(segments), progress)?;
+    let train = driver::train_shard(
+        kernel,
+        corpus,
+        shard,
+        &params,
+        par,
+        Some(segments),
+        progress,
+    )?;
     Ok(RankOutput {
         train,
         exchanges,
@@ -339,16 +350,19 @@ pub struct JobOutput {
 
 /// `distributed` on the ranks of `comm`, the processes of an MPI job (every rank calls it with
 /// the same arguments; `ranks` is the number the caller planned for and must be the job's
-/// size): [`train_rank`] between two barriers, then the busiest rank's words sent (gathered)
+/// size; each rank trains with `par.degree()` threads): [`train_rank`] between two barriers, then the busiest rank's words sent (gathered)
 /// and the whole job's counters ([`whole_job`]), so every rank returns the same totals.
 /// `progress` hears this rank's own reports. The world's counters run over every run of the
 /// process; this run's words are the difference.
+// The arguments are train_rank's plus the planned rank count; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn train_job(
     comm: &dyn Communicator,
     ranks: usize,
     inner: &str,
     corpus: &Corpus,
     params: &TrainParams,
+    par: Par,
     sync: &SyncOptions,
     progress: &mut dyn FnMut(&EpochReport) -> Control,
 ) -> Result<JobOutput, W2vError> {
@@ -361,7 +375,7 @@ pub fn train_job(
     let before = comm.stats().total().words_sent;
     comm.barrier().map_err(comm_error)?;
     let start = Instant::now();
-    let r = train_rank(comm, inner, corpus, params, sync, progress)?;
+    let r = train_rank(comm, inner, corpus, params, par, sync, progress)?;
     comm.barrier().map_err(comm_error)?;
     let seconds = start.elapsed().as_secs_f64();
     let sent = (comm.stats().total().words_sent - before) as f64;
@@ -379,7 +393,7 @@ pub fn train_job(
 }
 
 /// `distributed` as a [`Trainer`]: `ranks` in-process ranks (threads that only exchange
-/// messages), each training with `params.threads` threads of its own; rank 0's model (every
+/// messages), each training with `par.degree()` threads of its own; rank 0's model (every
 /// rank's, after the last exchange) is the result, and words/s counts all ranks' words.
 ///
 /// Progress: the callback hears rank 0's reports (on the calling thread, as the trait says),
@@ -408,19 +422,26 @@ impl Trainer for Distributed {
         &self,
         corpus: &Corpus,
         params: &TrainParams,
+        par: Par,
         progress: &mut dyn FnMut(&EpochReport) -> Control,
     ) -> Result<TrainOutput, W2vError> {
-        Ok(self.train_ranks(corpus, params, progress)?.remove(0).train)
+        Ok(self
+            .train_ranks(corpus, params, par, progress)?
+            .remove(0)
+            .train)
     }
 }
 
 impl Distributed {
-    /// Every rank's output, rank 0's train output carrying the whole run's words and time.
-    /// `progress` hears rank 0's reports as [`Distributed`] describes.
+    /// Every rank's output, rank 0's train output carrying the whole run's words and time;
+    /// each rank trains with `par.degree()` threads. `progress` hears rank 0's reports as
+    /// [`Distributed`] describes. A thread the system refuses on any rank ends the run with
+    /// [`W2vError::Threads`].
     pub fn train_ranks(
         &self,
         corpus: &Corpus,
         params: &TrainParams,
+        par: Par,
         progress: &mut dyn FnMut(&EpochReport) -> Control,
     ) -> Result<Vec<RankOutput>, W2vError> {
         let start = Instant::now();
@@ -435,7 +456,7 @@ impl Distributed {
         let (control_tx, control_rx) = mpsc::channel::<Control>();
         let relay = Mutex::new(Some((report_tx, control_rx)));
         let runs = std::thread::scope(|scope| {
-            let job = scope.spawn(|| {
+            let job = spawn_scoped(scope, 1, || {
                 run_threads(ranks, |comm| {
                     let link = if comm.rank() == 0 {
                         relay.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -457,12 +478,24 @@ impl Distributed {
                         }
                         None => Control::Continue,
                     };
-                    let out =
-                        train_rank(comm, &self.inner, corpus, params, &self.sync, &mut report);
+                    let out = train_rank(
+                        comm,
+                        &self.inner,
+                        corpus,
+                        params,
+                        par,
+                        &self.sync,
+                        &mut report,
+                    );
                     drop(link);
                     out
                 })
             });
+            // Refused: no rank started, so there is no report to relay.
+            let job = match job {
+                Ok(job) => job,
+                Err(e) => return Ok(Err(e)),
+            };
             // Owned here, so that a panicking callback drops it while unwinding (before the
             // scope waits for the ranks) and rank 0, reading Stop, lets every rank finish.
             let control_tx = control_tx;
@@ -470,10 +503,11 @@ impl Distributed {
                 // Rank 0 waits for the answer, so it is never left without one.
                 let _ = control_tx.send(progress(&r));
             }
-            job.join()
+            job.join().map(Ok)
         });
         let runs = match runs {
-            Ok(runs) => runs.map_err(|f| f.error)?,
+            Ok(Ok(runs)) => runs.map_err(|f| f.error)?,
+            Ok(Err(refused)) => return Err(W2vError::Threads(refused)),
             Err(panic) => std::panic::resume_unwind(panic),
         };
         let seconds = start.elapsed().as_secs_f64();

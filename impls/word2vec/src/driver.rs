@@ -2,13 +2,15 @@
 //! threads, epochs, the learning-rate schedule and progress. A variant supplies only what one
 //! thread does with its slice of the corpus in one epoch ([`ChunkKernel`]).
 //!
-//! Threads: `params.threads` scoped OS threads per epoch, thread `t` training on the `t`-th
+//! Threads: `par.degree()` scoped OS threads per segment, thread `t` training on the `t`-th
 //! contiguous slice of the encoded corpus (word2vec.c splits the file the same way), with its
 //! own generator `Rng::stream(seed, t)` that carries over from epoch to epoch. The calling
 //! thread only waits, wakes every `report_interval_seconds` to send a progress report, and
 //! raises the stop flag when the callback says so. An epoch ends when every thread has finished
 //! its slice (a barrier word2vec.c does not have; it costs one join per epoch and gives exact
-//! per-epoch counters).
+//! per-epoch counters). Every thread starts through [`spawn_scoped`]: when the system refuses
+//! one, the threads already started are stopped and the run returns [`W2vError::Threads`]
+//! rather than going on with fewer threads (the slices are fixed by the thread count).
 //!
 //! Determinism: with one thread a run depends only on the seed (and on whether the CPU has
 //! AVX2+FMA, which changes rounding). With more threads the Hogwild races and the shared word
@@ -18,6 +20,7 @@ use crate::corpus::{Corpus, MAX_SENTENCE_WORDS};
 use crate::model::{initial_input_vectors, HogwildMatrix, Model};
 use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
 use crate::sampling::{learning_rate, NegativeSampler, Sigmoid, Subsampler};
+use parbench_common::par::{spawn_scoped, Par};
 use parbench_common::rng::Rng;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -96,11 +99,12 @@ pub(crate) fn cpu_has_fma() -> bool {
     }
 }
 
-/// Runs `kernel` for every epoch on every thread.
+/// Runs `kernel` for every epoch on each of `par.degree()` threads.
 pub(crate) fn train(
     kernel: &dyn ChunkKernel,
     corpus: &Corpus,
     params: &TrainParams,
+    par: Par,
     progress: &mut dyn FnMut(&EpochReport) -> Control,
 ) -> Result<TrainOutput, W2vError> {
     train_shard(
@@ -108,6 +112,7 @@ pub(crate) fn train(
         corpus,
         0..corpus.ids().len(),
         params,
+        par,
         None,
         progress,
     )
@@ -149,6 +154,7 @@ pub(crate) fn train_shard(
     corpus: &Corpus,
     shard: Range<usize>,
     params: &TrainParams,
+    par: Par,
     mut segments: Option<Segments>,
     progress: &mut dyn FnMut(&EpochReport) -> Control,
 ) -> Result<TrainOutput, W2vError> {
@@ -178,7 +184,7 @@ pub(crate) fn train_shard(
         stop: AtomicBool::new(false),
         fma: cpu_has_fma(),
     };
-    let threads = params.threads;
+    let threads = par.degree();
     let segment_len = match &segments {
         Some(s) => s.words.clamp(1, shard.len().max(1) as u64) as usize,
         None => shard.len().max(1),
@@ -237,17 +243,24 @@ pub(crate) fn train_shard(
         }
         for (k, segment) in bounds.iter().enumerate() {
             let ranges = slices(segment);
-            std::thread::scope(|scope| {
+            let refused = std::thread::scope(|scope| {
                 let (done_tx, done_rx) = mpsc::channel::<()>();
                 for (state, range) in states.iter_mut().zip(&ranges) {
                     let done_tx = done_tx.clone();
                     let shared = &shared;
                     let range = range.clone();
-                    scope.spawn(move || {
+                    let started = spawn_scoped(scope, threads, move || {
                         kernel.run_chunk(shared, range, state);
-                        // The receiver lives until every thread has reported.
+                        // The receiver lives until every thread has reported, or is gone
+                        // after a refused thread, when nobody waits for the report.
                         let _ = done_tx.send(());
                     });
+                    if let Err(e) = started {
+                        // The threads already running return at their next sentence; the
+                        // scope joins them before the error is returned.
+                        shared.stop.store(true, Ordering::Relaxed);
+                        return Some(e);
+                    }
                 }
                 drop(done_tx);
                 let mut finished = 0;
@@ -263,7 +276,11 @@ pub(crate) fn train_shard(
                         Err(mpsc::RecvTimeoutError::Disconnected) => break,
                     }
                 }
+                None
             });
+            if let Some(e) = refused {
+                return Err(W2vError::Threads(e));
+            }
             segments_done += 1;
             let epoch_end = k + 1 == bounds.len();
             // The epoch's closing report comes before the exchange that ends it, so that a

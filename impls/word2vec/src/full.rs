@@ -34,7 +34,7 @@ use crate::model::HogwildMatrix;
 use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
 use crate::sampling::Sigmoid;
 use crate::vecops::add;
-use crate::Trainer;
+use crate::{Par, Trainer};
 use parbench_common::rng::Rng;
 use std::ops::Range;
 
@@ -51,9 +51,10 @@ impl Trainer for Full {
         &self,
         corpus: &Corpus,
         params: &TrainParams,
+        par: Par,
         progress: &mut dyn FnMut(&EpochReport) -> Control,
     ) -> Result<TrainOutput, W2vError> {
-        driver::train(self, corpus, params, progress)
+        driver::train(self, corpus, params, par, progress)
     }
 }
 

@@ -30,7 +30,7 @@ use crate::full::{self, ContextRows};
 use crate::model::HogwildMatrix;
 use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
 use crate::vecops::add;
-use crate::Trainer;
+use crate::{Par, Trainer};
 use std::ops::Range;
 
 /// FULL-Register: `full` without the context ring buffer.
@@ -46,9 +46,10 @@ impl Trainer for FullRegister {
         &self,
         corpus: &Corpus,
         params: &TrainParams,
+        par: Par,
         progress: &mut dyn FnMut(&EpochReport) -> Control,
     ) -> Result<TrainOutput, W2vError> {
-        driver::train(self, corpus, params, progress)
+        driver::train(self, corpus, params, par, progress)
     }
 }
 

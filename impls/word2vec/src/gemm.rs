@@ -29,7 +29,7 @@ use crate::driver::{self, ChunkKernel, Sentences, Shared, ThreadState};
 use crate::model::HogwildMatrix;
 use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
 use crate::sampling::Sigmoid;
-use crate::Trainer;
+use crate::{Par, Trainer};
 use std::ops::Range;
 
 /// pWord2Vec's minibatched update with shared negatives.
@@ -45,9 +45,10 @@ impl Trainer for Gemm {
         &self,
         corpus: &Corpus,
         params: &TrainParams,
+        par: Par,
         progress: &mut dyn FnMut(&EpochReport) -> Control,
     ) -> Result<TrainOutput, W2vError> {
-        driver::train(self, corpus, params, progress)
+        driver::train(self, corpus, params, par, progress)
     }
 }
 

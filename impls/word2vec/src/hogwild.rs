@@ -17,7 +17,7 @@ use crate::model::HogwildMatrix;
 use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
 use crate::sampling::Sigmoid;
 use crate::vecops::{add, axpy, dot};
-use crate::Trainer;
+use crate::{Par, Trainer};
 use std::ops::Range;
 
 /// The original word2vec.c algorithm.
@@ -33,9 +33,10 @@ impl Trainer for Hogwild {
         &self,
         corpus: &Corpus,
         params: &TrainParams,
+        par: Par,
         progress: &mut dyn FnMut(&EpochReport) -> Control,
     ) -> Result<TrainOutput, W2vError> {
-        driver::train(self, corpus, params, progress)
+        driver::train(self, corpus, params, par, progress)
     }
 }
 

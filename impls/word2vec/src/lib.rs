@@ -38,16 +38,17 @@
 //! # Using it from the harness
 //!
 //! ```no_run
-//! use word2vec::{eval, io, variant, Control, Corpus, CorpusOptions, TrainParams};
+//! use word2vec::{eval, io, variant, Control, Corpus, CorpusOptions, Par, TrainParams};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let corpus = Corpus::read(
 //!     "wiki17m.txt.gz".as_ref(),
 //!     &CorpusOptions { min_count: 5, max_vocab: None, max_tokens: None },
 //! )?;
 //! let params = TrainParams { dim: 100, window: 5, negative: 5, sample: 1e-4, alpha: 0.025,
-//!                            epochs: 1, threads: 2, seed: 1, ..TrainParams::default() };
+//!                            epochs: 1, seed: 1, ..TrainParams::default() };
 //! let trainer = variant("gemm").expect("known variant");
-//! let out = trainer.train(&corpus, &params, &mut |r| {
+//! // Par::Seq for one thread; a thread the system refuses is W2vError::Threads.
+//! let out = trainer.train(&corpus, &params, Par::threads(2), &mut |r| {
 //!     // r.words_processed / r.words_total, r.alpha, r.words_per_second, r.epoch_finished
 //!     Control::Continue
 //! })?;
@@ -98,6 +99,8 @@ pub use hogwild::Hogwild;
 pub use model::Model;
 pub use problem::{Control, EpochReport, EpochStats, Traffic, TrainOutput, TrainParams, W2vError};
 
+pub use parbench_common::Par;
+
 /// The vector instructions the training kernels run with on this CPU, as their run-time
 /// dispatch chose them: "avx2+fma" or "portable". Reported with instruction counts, which
 /// depend on the path.
@@ -114,14 +117,16 @@ pub trait Trainer: Send + Sync {
     /// The variant's name as used in experiment files and on the command line (`gemm`).
     fn name(&self) -> &'static str;
 
-    /// Trains on `corpus` with `params.threads` threads from the initial model of
-    /// `params.seed`. `progress` is called on the calling thread every
+    /// Trains on `corpus` with `par.degree()` threads from the initial model of `params.seed`.
+    /// A thread the system refuses stops the run with [`W2vError::Threads`] (never fewer
+    /// threads than asked for). `progress` is called on the calling thread every
     /// `params.report_interval_seconds` and at the end of every epoch, and may stop the run by
     /// returning [`Control::Stop`]; the output then holds the model reached. Nothing is printed.
     fn train(
         &self,
         corpus: &Corpus,
         params: &TrainParams,
+        par: Par,
         progress: &mut dyn FnMut(&EpochReport) -> Control,
     ) -> Result<TrainOutput, W2vError>;
 }

@@ -139,13 +139,14 @@ mod tests {
                 negative: 4,
                 sample: 0.0,
                 epochs: 4,
-                threads: 1,
                 seed: 9,
                 min_count: 1,
                 ..TrainParams::default()
             };
             let plain = trainer
-                .train(&corpus, &params, &mut |_| Control::Continue)
+                .train(&corpus, &params, crate::Par::Seq, &mut |_| {
+                    Control::Continue
+                })
                 .unwrap();
             let mut reports: Vec<EpochReport> = Vec::new();
             let probed = trainer
@@ -155,6 +156,7 @@ mod tests {
                         loss_sample: 500,
                         ..params.clone()
                     },
+                    crate::Par::Seq,
                     &mut |r| {
                         reports.push(*r);
                         Control::Continue

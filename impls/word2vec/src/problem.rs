@@ -2,6 +2,7 @@
 
 use crate::corpus::CorpusError;
 use crate::model::Model;
+use parbench_common::par::PoolError;
 use thiserror::Error;
 
 /// What can be wrong with a training run's inputs.
@@ -40,9 +41,6 @@ pub enum W2vError {
     /// `epochs` is 0.
     #[error("the number of epochs must be at least 1, got 0")]
     NoEpochs,
-    /// `threads` is 0.
-    #[error("the number of threads must be at least 1, got 0")]
-    NoThreads,
     /// The corpus has no in-vocabulary token.
     #[error("the corpus has no words in its vocabulary, so there is nothing to train")]
     EmptyCorpus,
@@ -53,6 +51,9 @@ pub enum W2vError {
     /// which).
     #[error("distributed training: {0}")]
     Exchange(String),
+    /// The system refused one of the run's threads; the threads already started were stopped.
+    #[error(transparent)]
+    Threads(#[from] PoolError),
 }
 
 /// Everything a run needs besides the corpus. `Default` is word2vec.c's skip-gram setting
@@ -73,9 +74,8 @@ pub struct TrainParams {
     pub alpha: f64,
     /// Passes over the corpus.
     pub epochs: usize,
-    /// Worker threads; each trains on its own contiguous slice of the corpus (Hogwild).
-    pub threads: usize,
-    /// Seeds the initial input vectors and every thread's stream (`Rng::stream(seed, thread)`).
+    /// Seeds the initial input vectors and every thread's stream (`Rng::stream(seed, thread)`;
+    /// the threads are the `par` of [`crate::Trainer::train`]).
     pub seed: u64,
     /// Not used by training (the corpus is already encoded); recorded so a run's parameters
     /// say how its vocabulary was cut. See [`crate::CorpusOptions::min_count`].
@@ -98,7 +98,6 @@ impl Default for TrainParams {
             sample: 1e-4,
             alpha: 0.025,
             epochs: 5,
-            threads: 1,
             seed: 1,
             min_count: 5,
             report_interval_seconds: 0.5,
@@ -143,9 +142,6 @@ impl TrainParams {
         }
         if self.epochs == 0 {
             return Err(W2vError::NoEpochs);
-        }
-        if self.threads == 0 {
-            return Err(W2vError::NoThreads);
         }
         Ok(())
     }

@@ -7,15 +7,20 @@ use word2vec::reference::{cosine, pair_update, sgns_loss, sigmoid};
 use word2vec::sampling::{keep_probability, NegativeSampler, Subsampler};
 use word2vec::{
     full, full_register, gemm, hogwild, variant_names, variants, Control, Corpus, EpochReport,
-    EpochStats, TrainOutput, TrainParams, Trainer, W2vError,
+    EpochStats, Par, TrainOutput, TrainParams, Trainer, W2vError,
 };
 
 fn quiet(_: &EpochReport) -> Control {
     Control::Continue
 }
 
+/// A run on one thread (`distributed`: one per rank).
 fn train(v: &dyn Trainer, corpus: &Corpus, params: &TrainParams) -> TrainOutput {
-    v.train(corpus, params, &mut quiet)
+    train_on(v, corpus, params, Par::Seq)
+}
+
+fn train_on(v: &dyn Trainer, corpus: &Corpus, params: &TrainParams, par: Par) -> TrainOutput {
+    v.train(corpus, params, par, &mut quiet)
         .unwrap_or_else(|e| panic!("{}: {e}", v.name()))
 }
 
@@ -156,7 +161,6 @@ fn small_params() -> TrainParams {
         sample: 0.0,
         alpha: 0.025,
         epochs: 2,
-        threads: 1,
         seed: 11,
         ..TrainParams::default()
     }
@@ -562,11 +566,10 @@ fn every_variant_learns_planted_groups_with_several_threads() {
         let name = &case.label;
         let params = TrainParams {
             epochs: 3,
-            threads: 2,
             alpha: 0.05,
             ..small_params()
         };
-        let out = train(case.trainer.as_ref(), &corpus, &params);
+        let out = train_on(case.trainer.as_ref(), &corpus, &params, Par::threads(2));
         let (within, across) = group_cosines(&out, per_group);
         assert!(
             within > across + 0.3,
@@ -718,7 +721,6 @@ fn pairs_and_flops_follow_a_hand_count_on_tiny_corpora() {
             negative,
             sample: 0.0,
             epochs,
-            threads: 1,
             ..small_params()
         };
         let sentence_pairs: u64 = lengths.iter().map(|&l| pairs_in_stretch(l, 1)).sum();
@@ -841,7 +843,6 @@ fn model_traffic_follows_a_hand_count_on_tiny_corpora() {
             negative: case.negative,
             sample: 0.0,
             epochs: 1,
-            threads: 1,
             seed: 5,
             ..small_params()
         };
@@ -919,7 +920,6 @@ fn full_traffic_is_flat_in_the_window_while_hogwild_grows_linearly() {
         negative: k as usize,
         sample: 0.0,
         epochs: 1,
-        threads: 1,
         ..small_params()
     };
     let (_, full_2) = traffic_of("full", &corpus, &at(2));
@@ -979,14 +979,13 @@ fn progress_reports_advance_and_stop_ends_the_run_early() {
         let name = &case.label;
         let params = TrainParams {
             epochs: 4,
-            threads: 2,
             report_interval_seconds: 0.001,
             ..small_params()
         };
         let mut reports: Vec<EpochReport> = Vec::new();
         let out = case
             .trainer
-            .train(&corpus, &params, &mut |r| {
+            .train(&corpus, &params, Par::threads(2), &mut |r| {
                 reports.push(*r);
                 if r.epoch_finished && r.epoch == 1 {
                     Control::Stop
@@ -1028,13 +1027,12 @@ fn bad_parameters_and_an_empty_corpus_are_rejected() {
     let base = small_params();
     type Change = fn(&mut TrainParams);
     // Each change alone breaks the base parameters; the error must name what is wrong.
-    let bad: [(&str, Change, &str); 9] = [
+    let bad: [(&str, Change, &str); 8] = [
         ("dim 0", |p| p.dim = 0, "dimension"),
         ("dim 4097", |p| p.dim = 4097, "dimension"),
         ("window 0", |p| p.window = 0, "window"),
         ("window 65", |p| p.window = 65, "window"),
         ("negative 257", |p| p.negative = 257, "negatives"),
-        ("threads 0", |p| p.threads = 0, "threads"),
         ("epochs 0", |p| p.epochs = 0, "epochs"),
         ("alpha NaN", |p| p.alpha = f64::NAN, "alpha"),
         ("sample -1", |p| p.sample = -1.0, "subsampling threshold"),
@@ -1043,14 +1041,19 @@ fn bad_parameters_and_an_empty_corpus_are_rejected() {
         let (v, name) = (case.trainer.as_ref(), &case.label);
         // The base parameters train, so each failure below is the change's doing.
         let ok = v
-            .train(&corpus, &base, &mut quiet)
+            .train(&corpus, &base, Par::Seq, &mut quiet)
             .unwrap_or_else(|e| panic!("{name}: the base parameters fail: {e}"));
         assert_eq!(ok.epochs_completed, base.epochs, "{name}");
+        // Zero threads cannot be asked for: `Par::Rayon(0)` is one thread (its degree), the
+        // sequential run bit for bit (two threads would cut the corpus and the streams apart).
+        let zero = train_on(v, &corpus, &base, Par::Rayon(0));
+        assert_eq!(zero.model.vectors(), ok.model.vectors(), "{name}");
+        assert_eq!(zero.output_vectors, ok.output_vectors, "{name}");
         for (what, change, needle) in bad {
             let mut p = base.clone();
             change(&mut p);
             assert_ne!(p, base, "{what} changes nothing");
-            match v.train(&corpus, &p, &mut quiet) {
+            match v.train(&corpus, &p, Par::Seq, &mut quiet) {
                 Ok(_) => panic!("{name}: {what} was accepted"),
                 Err(e) => assert!(
                     e.to_string().contains(needle),
@@ -1058,7 +1061,7 @@ fn bad_parameters_and_an_empty_corpus_are_rejected() {
                 ),
             }
         }
-        let err = v.train(&empty, &base, &mut quiet).err();
+        let err = v.train(&empty, &base, Par::Seq, &mut quiet).err();
         assert!(
             matches!(err, Some(W2vError::EmptyCorpus)),
             "{name}: an empty corpus gave {err:?}"
@@ -1143,7 +1146,9 @@ fn distributed_with_one_rank_is_its_shared_memory_variant_bit_for_bit() {
             ..SyncOptions::default()
         };
         let d = distributed(v.name(), 1, sync);
-        let ranks = d.train_ranks(&corpus, &params, &mut quiet).unwrap();
+        let ranks = d
+            .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
+            .unwrap();
         let out = &ranks[0].train;
         assert_eq!(out.model.vectors(), alone.model.vectors(), "{}", v.name());
         assert_eq!(out.output_vectors, alone.output_vectors, "{}", v.name());
@@ -1176,10 +1181,10 @@ fn one_rank_counts_its_exchanges_but_sends_and_averages_nothing() {
     };
     for inner in ["hogwild", "gemm", "full", "full-register"] {
         let a = distributed(inner, 1, every.clone())
-            .train_ranks(&corpus, &params, &mut quiet)
+            .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
             .unwrap();
         let b = distributed(inner, 1, never.clone())
-            .train_ranks(&corpus, &params, &mut quiet)
+            .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
             .unwrap();
         assert!(a[0].exchanges > 10, "{inner}: {} exchanges", a[0].exchanges);
         assert_eq!(a[0].rows_exchanged, 0, "{inner}");
@@ -1218,7 +1223,7 @@ fn distributed_ranks_end_with_one_model_and_learn_the_planted_groups() {
             scale_alpha: true,
         };
         let runs: Vec<RankOutput> = distributed(inner, ranks, sync)
-            .train_ranks(&corpus, &params, &mut quiet)
+            .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
             .unwrap();
         for r in &runs[1..] {
             assert_eq!(
@@ -1267,6 +1272,7 @@ fn distributed_rejects_bad_options_on_every_rank() {
             "nosuch",
             &corpus,
             &params,
+            Par::Seq,
             &SyncOptions::default(),
             &mut quiet,
         )
@@ -1282,7 +1288,7 @@ fn distributed_rejects_bad_options_on_every_rank() {
         ..SyncOptions::default()
     };
     let err = distributed("gemm", 2, bad)
-        .train_ranks(&corpus, &params, &mut quiet)
+        .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
         .unwrap_err();
     assert!(err.to_string().contains("at least 1"), "{err}");
 }
@@ -1305,7 +1311,7 @@ fn a_stop_on_any_rank_ends_every_rank_at_the_same_exchange_with_one_model() {
             // Rank `stopper` stops at the end of epoch 1 (its second closing report).
             let runs = parbench_common::comm::threads::run_threads(2, |comm| {
                 let me = comm.rank();
-                train_rank(comm, inner, &corpus, &params, &sync, &mut |r| {
+                train_rank(comm, inner, &corpus, &params, Par::Seq, &sync, &mut |r| {
                     if me == stopper && r.epoch_finished && r.epoch == 1 {
                         Control::Stop
                     } else {
@@ -1342,7 +1348,7 @@ fn shards_needing_different_segment_counts_still_exchange_in_step() {
     };
     for inner in ["hogwild", "gemm", "full", "full-register"] {
         let runs = distributed(inner, 2, sync.clone())
-            .train_ranks(&corpus, &params, &mut quiet)
+            .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
             .unwrap_or_else(|e| panic!("{inner}: {e}"));
         assert_eq!(runs[0].exchanges, 2 * params.epochs, "{inner}");
         assert_eq!(runs[1].exchanges, 2 * params.epochs, "{inner}");
@@ -1364,7 +1370,9 @@ fn a_panicking_callback_does_not_hang_the_ranks() {
     let corpus = planted_corpus(8, 100, 15, 8);
     let d = distributed("gemm", 2, suite_sync());
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        d.train(&corpus, &small_params(), &mut |_| panic!("callback fails"))
+        d.train(&corpus, &small_params(), Par::Seq, &mut |_| {
+            panic!("callback fails")
+        })
     }));
     assert!(outcome.is_err(), "the callback's panic was lost");
     // The ranks are free again: the next run completes.
@@ -1381,10 +1389,19 @@ fn a_job_across_processes_reports_the_busiest_rank_and_the_whole_jobs_counters()
     let params = small_params();
     let sync = suite_sync();
     let in_process = distributed("gemm", 2, sync.clone())
-        .train_ranks(&corpus, &params, &mut quiet)
+        .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
         .unwrap();
     let jobs = parbench_common::comm::threads::run_threads(2, |comm| {
-        train_job(comm, 2, "gemm", &corpus, &params, &sync, &mut quiet)
+        train_job(
+            comm,
+            2,
+            "gemm",
+            &corpus,
+            &params,
+            Par::Seq,
+            &sync,
+            &mut quiet,
+        )
     })
     .unwrap();
     let busiest = in_process
@@ -1412,7 +1429,16 @@ fn a_job_across_processes_reports_the_busiest_rank_and_the_whole_jobs_counters()
     }
     assert_eq!(jobs[0].value.rows_exchanged, in_process[0].rows_exchanged);
     let err = parbench_common::comm::threads::run_threads(2, |comm| {
-        train_job(comm, 3, "gemm", &corpus, &params, &sync, &mut quiet)
+        train_job(
+            comm,
+            3,
+            "gemm",
+            &corpus,
+            &params,
+            Par::Seq,
+            &sync,
+            &mut quiet,
+        )
     })
     .unwrap_err();
     assert!(err.error.to_string().contains("3 ranks"), "{}", err.error);

@@ -2,15 +2,17 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use lda::{
-    Control, Corpus, DeltaEncoding, InnerSampler, IterationReport, LdaOutput, LdaParams, LdaSampler,
+    Control, Corpus, DeltaEncoding, InnerSampler, IterationReport, LdaOutput, LdaParams,
+    LdaSampler, Par,
 };
 
 pub fn quiet(_: &IterationReport) -> Control {
     Control::Continue
 }
 
-pub fn train(v: &dyn LdaSampler, corpus: &Corpus, params: &LdaParams) -> LdaOutput {
-    v.train(corpus, params, &mut quiet)
+/// A run with `workers` worker threads (the sequential variants ignore them).
+pub fn train(v: &dyn LdaSampler, corpus: &Corpus, params: &LdaParams, workers: usize) -> LdaOutput {
+    v.train(corpus, params, Par::threads(workers), &mut quiet)
         .unwrap_or_else(|e| panic!("{}: {e}", v.name()))
 }
 
@@ -46,11 +48,11 @@ pub fn option_sets(v: &dyn LdaSampler, base: &LdaParams) -> Vec<LdaParams> {
     sets
 }
 
-pub fn describe(v: &dyn LdaSampler, p: &LdaParams) -> String {
+pub fn describe(v: &dyn LdaSampler, p: &LdaParams, workers: usize) -> String {
     format!(
         "{} (workers {}, checkpoint {}, inner {}, delta {}, non-blocking {})",
         v.name(),
-        p.workers,
+        workers,
         p.checkpoint_docs,
         p.inner.name(),
         p.delta.name(),
@@ -67,11 +69,12 @@ pub fn is_deterministic(v: &dyn LdaSampler) -> bool {
 /// Checks an `async` run by what it guarantees whatever the timing: after every merge the master
 /// recounted its tables from every worker's latest assignments and found them equal (one check
 /// per merge plus one of the final state, no violation), the final state's counts are those of
-/// its assignments, and every token was resampled once per iteration.
+/// its assignments, and every token was resampled once per iteration by its `workers`.
 pub fn assert_async_conserves_counts(
     what: &str,
     corpus: &Corpus,
     params: &LdaParams,
+    workers: usize,
     out: &LdaOutput,
 ) {
     assert!(params.verify_invariants, "{what}: run without the recounts");
@@ -80,11 +83,8 @@ pub fn assert_async_conserves_counts(
         "{what}: {:?}",
         out.invariants.violations
     );
-    assert!(
-        out.merges >= params.workers,
-        "{what}: {} merges",
-        out.merges
-    );
+    assert_eq!(out.workers.len(), workers, "{what}");
+    assert!(out.merges >= workers, "{what}: {} merges", out.merges);
     assert_eq!(
         out.invariants.checks,
         out.merges + 1,
