@@ -20,23 +20,48 @@
 //! apart), with the min-max band of y. A convergence curve thus comes from one run, not one run
 //! per iteration count; a step that lacks y (a log-likelihood evaluated every N iterations) has
 //! no marker.
+//!
+//! A figure is drawn to be printed one column wide (3.3 in): text sizes are set for that scale,
+//! the title and the machine footnote wrap, ticks are round (1-2-5 steps, 1-2-5 per log decade,
+//! powers of two where every value is one) and short (`20k`, `2.5M`, `5e-4`), and an axis in
+//! seconds or bytes is drawn in ms, µs, kB, MB or GB when that keeps its numbers short. The
+//! legend sits in a corner of the plot that no marker, band or line passes through, or above the
+//! plot when there is none. A filter value `max` or `min` on a numeric parameter stands for the
+//! largest or smallest value the selected rows hold (the same figure fits quick and full runs).
 
 use crate::experiment::config::{FigureConfig, FigureKind, SpeedupBase};
 use crate::family::{Params, ResultRow, TraceRow, Value};
 use crate::util::column::{Column, PARAM_PREFIX};
 use crate::util::stats::median;
 use anyhow::{bail, Context};
-use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const WIDTH: u32 = 1024;
 const HEIGHT: u32 = 640;
 const FONT: &str = "sans-serif";
-/// Pixels under the plot for the machine footnote.
-const FOOTNOTE_HEIGHT: i32 = 22;
+/// Sizes in pixels of a 1024 x 640 figure, chosen for print: scaled to one column of a paper
+/// (3.3 in, about 520 px), tick labels and legend are about 6 pt and axis titles 6.5 pt.
+const TITLE_PX: u32 = 30;
+const AXIS_TITLE_PX: u32 = 28;
+const TICK_PX: u32 = 25;
+const LEGEND_PX: u32 = 24;
+const FOOTNOTE_PX: u32 = 17;
+/// Space around the parts of a figure.
+const MARGIN: u32 = 16;
+const LINE_WIDTH: u32 = 3;
+/// Marker radius.
+const MARKER: i32 = 7;
+/// Width of the line-and-marker sample before a legend label, and the legend's inner margin.
+const LEGEND_ICON: u32 = 48;
+const LEGEND_MARGIN: u32 = 10;
+/// At most this many labelled ticks on a linear axis.
+const MAX_TICKS: usize = 7;
+
 /// A line with more points than this is drawn without markers.
 const MAX_MARKERS: usize = 60;
 
@@ -173,6 +198,7 @@ fn write_figure(
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let png = out_dir.join(format!("{}.png", fig.name));
     let svg = out_dir.join(format!("{}.svg", fig.name));
+    let data = &data.in_display_units();
 
     // Rendered into memory and encoded here, so the PNG reaches the directory through the same
     // atomic write as every other file of a run.
@@ -222,6 +248,42 @@ fn param_in<'p>(params: &'p Params, name: &str) -> Option<&'p Value> {
     params
         .get(name)
         .or_else(|| name.strip_prefix(PARAM_PREFIX).and_then(|p| params.get(p)))
+}
+
+/// `fig` with `max` and `min` in its filter (on a numeric parameter) replaced by the largest or
+/// smallest value of that parameter among the rows that pass the rest of the filter, as in a
+/// claim's `at`: one figure spec then shows "the largest matrix" of the quick and the full sweep
+/// alike. A parameter whose values are not numbers keeps the word (compared as a string).
+fn with_resolved_filter<'r>(
+    fig: &FigureConfig,
+    rows: impl Iterator<Item = (&'r str, &'r Params)> + Clone,
+) -> FigureConfig {
+    let extremes: Vec<&str> = fig
+        .filter
+        .iter()
+        .filter(|(key, v)| *key != "variant" && matches!(v.as_str(), Some("max" | "min")))
+        .map(|(key, _)| key.as_str())
+        .collect();
+    let mut resolved = fig.clone();
+    for key in &extremes {
+        let largest = fig.filter[*key].as_str() == Some("max");
+        let best = rows
+            .clone()
+            .filter(|(variant, params)| passes_filter_on(variant, params, &fig.filter, &extremes))
+            .filter_map(|(_, params)| param_in(params, key))
+            .filter_map(|v| v.as_f64().map(|f| (f, v)))
+            .reduce(|a, b| {
+                if (b.0 > a.0) == largest && b.0 != a.0 {
+                    b
+                } else {
+                    a
+                }
+            });
+        if let Some((_, value)) = best {
+            resolved.filter.insert(key.to_string(), value.clone());
+        }
+    }
+    resolved
 }
 
 /// Whether a row passes a figure's filter (`variant` or parameters), skipping `except`.
@@ -333,6 +395,7 @@ impl FigureData {
         if fig.kind == FigureKind::Trace {
             bail!("a `kind: trace` figure is drawn from the trace table, not the results");
         }
+        let fig = &with_resolved_filter(fig, rows.iter().map(|r| (r.variant.as_str(), &r.params)));
         let selected: Vec<&ResultRow> = rows
             .iter()
             .filter(|row| passes_filter(row, &fig.filter, &[]))
@@ -475,6 +538,8 @@ impl FigureData {
                  runs report no progress, or the run was made before traces were recorded)"
             );
         }
+        let fig =
+            &with_resolved_filter(fig, traces.iter().map(|t| (t.variant.as_str(), &t.params)));
         let selected: Vec<&TraceRow> = traces
             .iter()
             .filter(|t| passes_filter_on(&t.variant, &t.params, &fig.filter, &[]))
@@ -586,6 +651,11 @@ impl FigureData {
             .y_label
             .clone()
             .unwrap_or_else(|| match &fig.speedup_over {
+                // "speedup over threads = 1", not "over x = 1": the axis says what x is.
+                Some(SpeedupBase {
+                    variant: None,
+                    x: Some(base),
+                }) => format!("speedup over {x_label} = {base} (x)"),
                 Some(base) => format!("speedup over {} (x)", describe_base(Some(base))),
                 None => axis_label(&fig.y),
             });
@@ -721,17 +791,33 @@ pub fn axis_label(column: &str) -> String {
     Column::reference(column).label()
 }
 
-/// A tick label: integers plainly, other values with 3 significant digits.
+/// A tick label: integers plainly, other values with 3 significant digits; from 10^4 up with
+/// an SI suffix (`20k`, `2.5M`, `1G`: seven-digit ticks do not fit a printed axis), below 10^-3
+/// in short scientific form (`5e-4`).
 fn tick(v: f64) -> String {
     if v == 0.0 {
         return "0".to_string();
     }
     let magnitude = v.abs();
-    if (magnitude - magnitude.round()).abs() < 1e-9 * magnitude.max(1.0) && magnitude < 1e7 {
-        return format!("{v:.0}");
+    if magnitude >= 1e4 {
+        let (scale, suffix) = [(1e12, "T"), (1e9, "G"), (1e6, "M")]
+            .into_iter()
+            .find(|(scale, _)| magnitude >= *scale)
+            .unwrap_or((1e3, "k"));
+        return format!("{}{suffix}", significant(v / scale));
     }
-    if !(1e-3..1e7).contains(&magnitude) {
-        return format!("{v:.1e}");
+    if magnitude < 1e-3 {
+        let exponent = magnitude.log10().floor() as i32;
+        return format!("{}e{exponent}", significant(v / 10f64.powi(exponent)));
+    }
+    significant(v)
+}
+
+/// `v` with at most 3 significant digits (integers whole), trailing zeros trimmed.
+fn significant(v: f64) -> String {
+    let magnitude = v.abs();
+    if (magnitude - magnitude.round()).abs() < 1e-9 * magnitude.max(1.0) {
+        return format!("{v:.0}");
     }
     let decimals = (2 - magnitude.log10().floor() as i32).clamp(0, 6) as usize;
     let text = format!("{v:.decimals$}");
@@ -739,6 +825,77 @@ fn tick(v: f64) -> String {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         text
+    }
+}
+
+/// The unit an axis is drawn in: a label ending in `(s)` switches to ms or µs when its largest
+/// value is under a second (under a millisecond), one ending in `(bytes)` to kB, MB, GB or TB,
+/// so that the ticks read `20` rather than `0.02` or `2e10`. Returns the label and the factor
+/// the axis' values are multiplied by.
+fn display_unit(label: &str, largest: f64) -> (String, f64) {
+    if !(largest.is_finite() && largest > 0.0) {
+        return (label.to_string(), 1.0);
+    }
+    if let Some(stem) = label.strip_suffix("(s)") {
+        if largest < 1e-3 {
+            return (format!("{stem}(µs)"), 1e6);
+        }
+        if largest < 1.0 {
+            return (format!("{stem}(ms)"), 1e3);
+        }
+    }
+    if let Some(stem) = label.strip_suffix("(bytes)") {
+        for (unit, scale) in [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)] {
+            if largest >= scale {
+                return (format!("{stem}({unit})"), 1.0 / scale);
+            }
+        }
+    }
+    (label.to_string(), 1.0)
+}
+
+impl FigureData {
+    /// The data in the units its axes are drawn in ([`display_unit`]); a categorical x stays.
+    fn in_display_units(&self) -> FigureData {
+        let largest = |values: &mut dyn Iterator<Item = f64>| {
+            values
+                .map(f64::abs)
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max)
+        };
+        let points = || self.series.iter().flat_map(|s| s.points.iter());
+        let (x_label, x_factor) = if self.categories.is_some() {
+            (self.x_label.clone(), 1.0)
+        } else {
+            display_unit(&self.x_label, largest(&mut points().map(|p| p.x)))
+        };
+        let (y_label, y_factor) = display_unit(
+            &self.y_label,
+            largest(&mut points().flat_map(|p| [p.low, p.mid, p.high])),
+        );
+        FigureData {
+            series: self
+                .series
+                .iter()
+                .map(|s| Series {
+                    name: s.name.clone(),
+                    points: s
+                        .points
+                        .iter()
+                        .map(|p| PlotPoint {
+                            x: p.x * x_factor,
+                            mid: p.mid * y_factor,
+                            low: p.low * y_factor,
+                            high: p.high * y_factor,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            style_order: self.style_order.clone(),
+            categories: self.categories.clone(),
+            x_label,
+            y_label,
+        }
     }
 }
 
@@ -781,76 +938,167 @@ fn all_powers_of_two(values: impl Iterator<Item = f64>) -> bool {
     any
 }
 
-fn render<DB: DrawingBackend>(
-    whole: &DrawingArea<DB, Shift>,
-    fig: &FigureConfig,
-    data: &FigureData,
-    footnote: &str,
-) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    whole.fill(&WHITE)?;
-    let root = if footnote.is_empty() {
-        whole.clone()
-    } else {
-        let (plot, foot) = whole.split_vertically(HEIGHT as i32 - FOOTNOTE_HEIGHT);
-        foot.draw_text(
-            footnote,
-            &TextStyle::from((FONT, 13)).color(&BLACK.mix(0.65)),
-            (14, 2),
-        )?;
-        plot
-    };
-    let root = &root;
-    let log_x = fig.log_x && data.categories.is_none();
-    let log_y = fig.log_y;
-    let points = || data.series.iter().flat_map(|s| s.points.iter());
-    let (x0, x1) = match &data.categories {
-        Some(labels) => (-0.5, labels.len() as f64 - 0.5),
-        None => extent(points().map(|p| p.x), log_x, false),
-    };
-    let (y0, y1) = extent(points().flat_map(|p| [p.low, p.mid, p.high]), log_y, true);
-    let (legend, top) = place_legend(data, (x0, x1, log_x), (y0, y1, log_y));
-    let y1 = top.unwrap_or(y1);
-    // Plotters' own log ticks are sparse within a decade; explicit 1-2-5 (or powers of two for
-    // thread counts) ticks label every gridline.
-    let x_ticks = if all_powers_of_two(points().map(|p| p.x)) {
-        powers_of_two_ticks(x0, x1)
-    } else {
-        log_ticks(x0, x1)
-    };
-    let y_ticks = log_ticks(y0, y1);
-    match (log_x, log_y) {
-        (false, false) => draw(root, fig, data, legend, x0..x1, y0..y1),
-        (true, false) => draw(
-            root,
-            fig,
-            data,
-            legend,
-            (x0..x1).log_scale().with_key_points(x_ticks),
-            y0..y1,
-        ),
-        (false, true) => draw(
-            root,
-            fig,
-            data,
-            legend,
-            x0..x1,
-            (y0..y1).log_scale().with_key_points(y_ticks),
-        ),
-        (true, true) => draw(
-            root,
-            fig,
-            data,
-            legend,
-            (x0..x1).log_scale().with_key_points(x_ticks),
-            (y0..y1).log_scale().with_key_points(y_ticks),
-        ),
+/// The height of one line of text of `px` pixels.
+fn line_height(px: u32) -> u32 {
+    (f64::from(px) * 1.25).ceil() as u32
+}
+
+/// Greedy word wrap of `text` into lines no wider than `max` by `width_of`; a word wider than
+/// `max` gets a line of its own.
+fn wrap(text: &str, max: u32, width_of: impl Fn(&str) -> u32) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if line.is_empty() {
+            line = word.to_string();
+            continue;
+        }
+        let candidate = format!("{line} {word}");
+        if width_of(&candidate) <= max {
+            line = candidate;
+        } else {
+            lines.push(std::mem::replace(&mut line, word.to_string()));
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// One axis: its range, linear or logarithmic, the ticks that are labelled (with bold
+/// gridlines) and the minor gridlines. Plotters' own key points are sparse within a log decade
+/// and blind to the label font; these are chosen here, for every axis kind alike.
+#[derive(Clone, Debug)]
+struct Axis {
+    lo: f64,
+    hi: f64,
+    log: bool,
+    ticks: Vec<f64>,
+    minor: Vec<f64>,
+}
+
+impl Axis {
+    /// The axis through `values`: `categories` evenly spaced positions, or the padded extent
+    /// of the values ([`extent`]) with 1-2-5 ticks (powers of two where every value is one).
+    /// `integer`: a linear axis of whole numbers (threads) gets no fractional tick.
+    fn new(
+        values: &[f64],
+        log: bool,
+        from_zero: bool,
+        categories: Option<usize>,
+        integer: bool,
+    ) -> Self {
+        if let Some(n) = categories {
+            return Axis {
+                lo: -0.5,
+                hi: n as f64 - 0.5,
+                log: false,
+                ticks: (0..n).map(|i| i as f64).collect(),
+                minor: Vec::new(),
+            };
+        }
+        let (lo, hi) = extent(values.iter().copied(), log, from_zero);
+        let (mut ticks, minor) = if !log {
+            (linear_ticks(lo, hi, MAX_TICKS, integer), Vec::new())
+        } else if all_powers_of_two(values.iter().copied().filter(|v| *v > 0.0)) {
+            (powers_of_two_ticks(lo, hi), Vec::new())
+        } else {
+            (log_ticks(lo, hi), log_minor_ticks(lo, hi))
+        };
+        if integer {
+            ticks.retain(|t| t.fract() == 0.0);
+        }
+        // A log axis within less than a factor of two may hold a single 1-2-5 tick: label it
+        // linearly instead.
+        let ticks = if log && ticks.len() < 2 {
+            linear_ticks(lo, hi, MAX_TICKS, integer)
+                .into_iter()
+                .filter(|t| *t > 0.0)
+                .collect()
+        } else {
+            ticks
+        };
+        Axis {
+            lo,
+            hi,
+            log,
+            ticks,
+            minor,
+        }
     }
 }
 
-/// Ticks m x 10^k inside [lo, hi] (lo > 0): m in {1, 2, 5} over up to four decades, {1, 10^k}
+impl Ranged for Axis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let to = |v: f64| {
+            if self.log {
+                v.max(f64::MIN_POSITIVE).ln()
+            } else {
+                v
+            }
+        };
+        let (a, b) = (to(self.lo), to(self.hi));
+        let fraction = if b > a {
+            (to(*value) - a) / (b - a)
+        } else {
+            0.5
+        };
+        let pixels = (fraction * f64::from(limit.1 - limit.0)).clamp(-1e6, 1e6);
+        limit.0 + pixels.round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.minor.clone()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// Ticks k x step inside [lo, hi], step 1, 2, 2.5 or 5 x 10^n giving at most `max` ticks
+/// (`integer`: a whole step, and no 2.5).
+fn linear_ticks(lo: f64, hi: f64, max: usize, integer: bool) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite() && hi > lo) {
+        return Vec::new();
+    }
+    let raw = (hi - lo) / (max.max(2) - 1) as f64;
+    let base = 10f64.powf(raw.log10().floor());
+    let mantissas: &[f64] = if integer {
+        &[1.0, 2.0, 5.0, 10.0]
+    } else {
+        &[1.0, 2.0, 2.5, 5.0, 10.0]
+    };
+    let mut step = mantissas
+        .iter()
+        .map(|m| m * base)
+        .find(|s| *s >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * base);
+    if integer {
+        step = step.max(1.0).round();
+    }
+    let first = (lo / step - 1e-9).ceil() as i64;
+    let last = (hi / step + 1e-9).floor() as i64;
+    // k x step rounded to the step's digits: 3 x 0.2 is 0.6, not 0.6000000000000001.
+    let digits = (1 - step.log10().floor() as i32).max(0) as usize;
+    (first..=last)
+        .map(|k| {
+            format!("{:.digits$}", k as f64 * step)
+                .parse()
+                .unwrap_or(k as f64 * step)
+        })
+        .collect()
+}
+
+/// Ticks m x 10^k inside [lo, hi] (lo > 0): m in {1, 2, 5} over up to three decades, {1, 10^k}
 /// beyond; {1, 1.5, 2, 3, 5, 7} when the range is within one decade.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo && hi.is_finite()) {
@@ -859,13 +1107,13 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let decades = (hi / lo).log10();
     let mantissas: &[f64] = if decades <= 1.2 {
         &[1.0, 1.5, 2.0, 3.0, 5.0, 7.0]
-    } else if decades <= 4.0 {
+    } else if decades <= 3.0 {
         &[1.0, 2.0, 5.0]
     } else {
         &[1.0]
     };
-    let step = if decades > 12.0 {
-        (decades / 8.0).ceil() as i32
+    let step = if decades > 8.0 {
+        (decades / 6.0).ceil() as i32
     } else {
         1
     };
@@ -885,48 +1133,223 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     ticks
 }
 
-/// Powers of two inside [lo, hi], thinned to at most about 12 labels.
+/// Minor gridlines of a log axis: m x 10^k, m = 1..9, over up to six decades.
+fn log_minor_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) || (hi / lo).log10() > 6.0 {
+        return Vec::new();
+    }
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    (first..=last)
+        .flat_map(|e| (1..=9).map(move |m| f64::from(m) * 10f64.powi(e)))
+        .filter(|t| *t >= lo && *t <= hi)
+        .collect()
+}
+
+/// Powers of two inside [lo, hi], thinned to at most about 8 labels.
 fn powers_of_two_ticks(lo: f64, hi: f64) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo && hi.is_finite()) {
         return Vec::new();
     }
     let first = lo.log2().ceil() as i32;
     let last = hi.log2().floor() as i32;
-    let step = ((last - first) / 12 + 1).max(1) as usize;
+    let step = ((last - first) / 8 + 1).max(1) as usize;
     (first..=last).step_by(step).map(|e| 2f64.powi(e)).collect()
 }
 
-fn draw<'r, DB, XS, YS>(
-    root: &'r DrawingArea<DB, Shift>,
-    fig: &FigureConfig,
-    data: &FigureData,
-    legend: SeriesLabelPosition,
-    x_spec: XS,
-    y_spec: YS,
+/// A series' colour and its marker shape (one of four), by its place in the figure's style
+/// order.
+fn style_of(data: &FigureData, name: &str) -> (usize, RGBColor) {
+    let index = data.style_order.iter().position(|n| n == name).unwrap_or(0);
+    (index, PALETTE[index % PALETTE.len()])
+}
+
+/// Draws a series' legend sample on `area`: a line from `(x, y)` with the marker in its middle.
+fn draw_legend_sample<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (x, y): (i32, i32),
+    index: usize,
+    color: RGBColor,
 ) -> anyhow::Result<()>
 where
-    DB: DrawingBackend + 'r,
     DB::ErrorType: 'static,
-    XS: AsRangedCoord<Value = f64>,
-    YS: AsRangedCoord<Value = f64>,
-    XS::CoordDescType: ValueFormatter<f64>,
-    YS::CoordDescType: ValueFormatter<f64>,
 {
-    let mut chart = ChartBuilder::on(root)
-        .caption(&fig.title, (FONT, 26))
-        .margin(18)
-        .x_label_area_size(56)
-        .y_label_area_size(84)
-        .build_cartesian_2d(x_spec, y_spec)?;
+    let width = LEGEND_ICON as i32 - 12;
+    area.draw(&PathElement::new(
+        vec![(x, y), (x + width, y)],
+        color.stroke_width(LINE_WIDTH),
+    ))?;
+    let c = (x + width / 2, y);
+    let style = color.filled();
+    match index % 4 {
+        0 => area.draw(&Circle::new(c, MARKER, style))?,
+        1 => area.draw(&TriangleMarker::new(c, MARKER + 1, style))?,
+        2 => area.draw(&Rectangle::new(
+            [
+                (c.0 - MARKER + 1, c.1 - MARKER + 1),
+                (c.0 + MARKER - 1, c.1 + MARKER - 1),
+            ],
+            style,
+        ))?,
+        _ => area.draw(&Cross::new(c, MARKER, color.stroke_width(LINE_WIDTH + 1)))?,
+    }
+    Ok(())
+}
 
-    let categories = data.categories.clone();
-    // Integer x values (threads, sizes) get integer ticks only: "1.5 threads" means nothing.
-    let integer_x = data.categories.is_none()
-        && data
+fn render<DB: DrawingBackend>(
+    whole: &DrawingArea<DB, Shift>,
+    fig: &FigureConfig,
+    data: &FigureData,
+    footnote: &str,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    whole.fill(&WHITE)?;
+    let width_of = |text: &str, px: u32| -> u32 {
+        whole
+            .estimate_text_size(text, &TextStyle::from((FONT, px)))
+            .map(|(w, _)| w)
+            .unwrap_or((text.chars().count() as f64 * 0.6 * f64::from(px)) as u32)
+    };
+    let text_width = WIDTH - 2 * MARGIN;
+
+    // The footnote under everything, wrapped.
+    let mut area = whole.clone();
+    if !footnote.is_empty() {
+        let lines = wrap(footnote, text_width, |t| width_of(t, FOOTNOTE_PX));
+        let step = line_height(FOOTNOTE_PX);
+        let height = lines.len() as u32 * step + 8;
+        let (above, foot) = area.split_vertically(HEIGHT - height);
+        let grey = BLACK.mix(0.65);
+        let style = TextStyle::from((FONT, FOOTNOTE_PX)).color(&grey);
+        for (i, line) in lines.iter().enumerate() {
+            foot.draw_text(line, &style, (MARGIN as i32, 2 + (i as u32 * step) as i32))?;
+        }
+        area = above;
+    }
+
+    // The title on top, wrapped and centred.
+    let lines = wrap(&fig.title, text_width, |t| width_of(t, TITLE_PX));
+    let step = line_height(TITLE_PX);
+    let (title, mut area) = area.split_vertically(MARGIN / 2 + lines.len() as u32 * step + 2);
+    let style = TextStyle::from((FONT, TITLE_PX)).pos(Pos::new(HPos::Center, VPos::Top));
+    for (i, line) in lines.iter().enumerate() {
+        title.draw_text(
+            line,
+            &style,
+            ((WIDTH / 2) as i32, (MARGIN / 2 + i as u32 * step) as i32),
+        )?;
+    }
+
+    let points = || data.series.iter().flat_map(|s| s.points.iter());
+    let integer_x = data.categories.is_none() && points().all(|p| p.x.fract() == 0.0);
+    let x = Axis::new(
+        &points().map(|p| p.x).collect::<Vec<_>>(),
+        fig.log_x && data.categories.is_none(),
+        false,
+        data.categories.as_ref().map(Vec::len),
+        integer_x,
+    );
+    let y = Axis::new(
+        &points()
+            .flat_map(|p| [p.low, p.mid, p.high])
+            .collect::<Vec<_>>(),
+        fig.log_y,
+        true,
+        None,
+        false,
+    );
+    let x_area = line_height(TICK_PX) + line_height(AXIS_TITLE_PX) + 14;
+    let widest_y_tick = y
+        .ticks
+        .iter()
+        .map(|t| width_of(&tick(*t), TICK_PX))
+        .max()
+        .unwrap_or(0);
+    let y_area = widest_y_tick + line_height(AXIS_TITLE_PX) + 24;
+
+    // The legend: in a corner of the plot where it hides no data, else above the plot.
+    let (area_w, area_h) = area.dim_in_pixel();
+    let plot_w = f64::from(area_w.saturating_sub(2 * MARGIN + y_area).max(1));
+    let plot_h = f64::from(area_h.saturating_sub(MARGIN + 8 + x_area).max(1));
+    let label_w = data
+        .series
+        .iter()
+        .map(|s| width_of(&s.name, LEGEND_PX))
+        .max()
+        .unwrap_or(0);
+    let rows = data.series.len() as u32;
+    let box_w = label_w + LEGEND_ICON + 2 * LEGEND_MARGIN;
+    let box_h = rows.saturating_sub(1) * line_height(LEGEND_PX) + LEGEND_PX + 2 * LEGEND_MARGIN;
+    // Plotters sets the box 5 px in from the corner; a marker reaches MARKER px around its point.
+    let pad = 5 + MARKER as u32;
+    let corner = place_legend(
+        data,
+        (x.lo, x.hi, x.log),
+        (y.lo, y.hi, y.log),
+        (
+            f64::from(box_w + pad) / plot_w,
+            f64::from(box_h + pad) / plot_h,
+        ),
+    );
+    if corner.is_none() {
+        // As many columns as fit the width, each as wide as its longest label.
+        let widths: Vec<u32> = data
             .series
             .iter()
-            .flat_map(|s| s.points.iter())
-            .all(|p| p.x.fract() == 0.0);
+            .map(|s| LEGEND_ICON + width_of(&s.name, LEGEND_PX) + 20)
+            .collect();
+        let layout = |columns: usize| -> Vec<u32> {
+            (0..columns)
+                .map(|c| {
+                    widths
+                        .iter()
+                        .skip(c)
+                        .step_by(columns)
+                        .copied()
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect()
+        };
+        let columns = (1..=widths.len())
+            .rev()
+            .find(|&c| layout(c).iter().sum::<u32>() <= text_width)
+            .unwrap_or(1);
+        let column_w = layout(columns);
+        let rows = widths.len().div_ceil(columns);
+        let step = line_height(LEGEND_PX) + 2;
+        let (band, rest) = area.split_vertically(rows as u32 * step + 8);
+        let left = WIDTH.saturating_sub(column_w.iter().sum::<u32>()) / 2;
+        let style = TextStyle::from((FONT, LEGEND_PX)).pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, s) in data.series.iter().enumerate() {
+            let (index, color) = style_of(data, &s.name);
+            let x0 = (left + column_w[..i % columns].iter().sum::<u32>()) as i32;
+            let y0 = (4 + (i / columns) as u32 * step + step / 2) as i32;
+            draw_legend_sample(&band, (x0, y0), index, color)?;
+            band.draw_text(&s.name, &style, (x0 + LEGEND_ICON as i32, y0))?;
+        }
+        area = rest;
+    }
+
+    // An axis title longer than its axis is set smaller (down to 18 px) rather than cut off.
+    let (area_w, area_h) = area.dim_in_pixel();
+    let room_y = f64::from(area_h.saturating_sub(MARGIN + 8 + x_area));
+    let room_x = f64::from(area_w.saturating_sub(2 * MARGIN + y_area));
+    let fit = |label: &str, room: f64| {
+        let width = f64::from(width_of(label, AXIS_TITLE_PX).max(1));
+        (f64::from(AXIS_TITLE_PX) * (0.95 * room / width).min(1.0)).max(18.0)
+    };
+    let axis_title_px = fit(&data.y_label, room_y).min(fit(&data.x_label, room_x));
+
+    let mut chart = ChartBuilder::on(&area)
+        .margin(MARGIN)
+        .margin_top(8)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(x, y)?;
+
+    let categories = data.categories.clone();
     let x_formatter = move |v: &f64| match &categories {
         Some(labels) => {
             let index = v.round();
@@ -936,30 +1359,24 @@ where
                 String::new()
             }
         }
-        None if integer_x && (v - v.round()).abs() > 1e-9 => String::new(),
         None => tick(*v),
     };
     let y_formatter = |v: &f64| tick(*v);
-    let mut mesh = chart.configure_mesh();
-    mesh.x_desc(data.x_label.as_str())
+    chart
+        .configure_mesh()
+        .x_desc(data.x_label.as_str())
         .y_desc(data.y_label.as_str())
-        .axis_desc_style((FONT, 19))
-        .label_style((FONT, 15))
+        .axis_desc_style((FONT, axis_title_px))
+        .label_style((FONT, TICK_PX))
         .x_label_formatter(&x_formatter)
         .y_label_formatter(&y_formatter)
-        .light_line_style(BLACK.mix(0.04));
-    if let Some(labels) = &data.categories {
-        mesh.x_labels(labels.len() + 1);
-    }
-    mesh.draw()?;
+        .bold_line_style(BLACK.mix(0.15))
+        .light_line_style(BLACK.mix(0.06))
+        .axis_style(BLACK.mix(0.8).stroke_width(2))
+        .draw()?;
 
     for series in &data.series {
-        let index = data
-            .style_order
-            .iter()
-            .position(|name| *name == series.name)
-            .unwrap_or(0);
-        let color = PALETTE[index % PALETTE.len()];
+        let (index, color) = style_of(data, &series.name);
         let points = &series.points;
         if points.len() >= 2 {
             let band: Vec<(f64, f64)> = points
@@ -973,69 +1390,81 @@ where
             )))?;
         } else {
             chart.draw_series(points.iter().map(|p| {
-                ErrorBar::new_vertical(p.x, p.low, p.mid, p.high, color.stroke_width(2), 10)
+                ErrorBar::new_vertical(
+                    p.x,
+                    p.low,
+                    p.mid,
+                    p.high,
+                    color.stroke_width(LINE_WIDTH),
+                    16,
+                )
             }))?;
         }
         let anno = chart.draw_series(LineSeries::new(
             points.iter().map(|p| (p.x, p.mid)),
-            color.stroke_width(2),
+            color.stroke_width(LINE_WIDTH),
         ))?;
         anno.label(series.name.as_str());
         // The legend shows a line segment with the series' marker on it. Each shape is its own
         // type (plotters' dynamic elements would force a 'static backend), hence the match.
         let style = color.filled();
+        let half = (LEGEND_ICON as i32 - 12) / 2;
         let line = move |x: i32, y: i32| {
-            EmptyElement::at((x + 10, y))
-                + PathElement::new(vec![(-10, 0), (10, 0)], color.stroke_width(2))
+            EmptyElement::at((x + half, y))
+                + PathElement::new(vec![(-half, 0), (half, 0)], color.stroke_width(LINE_WIDTH))
         };
+        let square = [(-MARKER + 1, -MARKER + 1), (MARKER - 1, MARKER - 1)];
         match index % 4 {
-            0 => anno.legend(move |(x, y)| line(x, y) + Circle::new((0, 0), 5, style)),
-            1 => anno.legend(move |(x, y)| line(x, y) + TriangleMarker::new((0, 0), 6, style)),
-            2 => anno.legend(move |(x, y)| line(x, y) + Rectangle::new([(-4, -4), (4, 4)], style)),
-            _ => {
-                anno.legend(move |(x, y)| line(x, y) + Cross::new((0, 0), 5, color.stroke_width(3)))
-            }
+            0 => anno.legend(move |(x, y)| line(x, y) + Circle::new((0, 0), MARKER, style)),
+            1 => anno
+                .legend(move |(x, y)| line(x, y) + TriangleMarker::new((0, 0), MARKER + 1, style)),
+            2 => anno.legend(move |(x, y)| line(x, y) + Rectangle::new(square, style)),
+            _ => anno.legend(move |(x, y)| {
+                line(x, y) + Cross::new((0, 0), MARKER, color.stroke_width(LINE_WIDTH + 1))
+            }),
         };
         // A trace's hundreds of steps would bury the line under markers: the legend tells the
         // series apart there.
         if points.len() > MAX_MARKERS {
             continue;
         }
-        let marker_style = color.filled();
         let coords = points.iter().map(|p| (p.x, p.mid));
         match index % 4 {
-            0 => chart.draw_series(coords.map(|c| Circle::new(c, 5, marker_style)))?,
-            1 => chart.draw_series(coords.map(|c| TriangleMarker::new(c, 6, marker_style)))?,
-            2 => {
-                chart.draw_series(coords.map(|c| {
-                    EmptyElement::at(c) + Rectangle::new([(-4, -4), (4, 4)], marker_style)
-                }))?
-            }
-            _ => chart.draw_series(coords.map(|c| Cross::new(c, 5, color.stroke_width(3))))?,
+            0 => chart.draw_series(coords.map(|c| Circle::new(c, MARKER, style)))?,
+            1 => chart.draw_series(coords.map(|c| TriangleMarker::new(c, MARKER + 1, style)))?,
+            2 => chart
+                .draw_series(coords.map(|c| EmptyElement::at(c) + Rectangle::new(square, style)))?,
+            _ => chart.draw_series(
+                coords.map(|c| Cross::new(c, MARKER, color.stroke_width(LINE_WIDTH + 1))),
+            )?,
         };
     }
 
-    chart
-        .configure_series_labels()
-        .position(legend)
-        .margin(12)
-        .label_font((FONT, 16))
-        .background_style(WHITE.mix(0.88))
-        .border_style(BLACK.mix(0.4))
-        .draw()?;
+    if let Some(position) = corner {
+        chart
+            .configure_series_labels()
+            .position(position)
+            .margin(LEGEND_MARGIN)
+            .legend_area_size(LEGEND_ICON)
+            .label_font((FONT, LEGEND_PX))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.4))
+            .draw()?;
+    }
     Ok(())
 }
 
-/// Where the legend goes without hiding data: the first corner (upper right, upper left, lower
-/// right, lower left) whose legend-sized box holds no marker or band edge, in the axes' own
-/// (log where log) fractions; when every corner is taken, the upper right after raising the top
-/// of the y axis so the data keep below the legend's height. Returns the corner and the new top
-/// (`None`: unchanged).
+/// Where the legend goes without hiding data: the first corner of the plot (upper right, upper
+/// left, lower right, lower left) whose legend-sized box (`size`: fractions of the plot's width
+/// and height) holds no part of the data: no marker, band edge, error bar or line between two
+/// markers, in the axes' own (log where log) fractions. None when every corner is taken: the
+/// legend then goes above the plot.
 fn place_legend(
     data: &FigureData,
     x: (f64, f64, bool),
     y: (f64, f64, bool),
-) -> (SeriesLabelPosition, Option<f64>) {
+    (box_w, box_h): (f64, f64),
+) -> Option<SeriesLabelPosition> {
     let to = |v: f64, log: bool| {
         if log {
             v.max(f64::MIN_POSITIVE).ln()
@@ -1051,26 +1480,36 @@ fn place_legend(
             0.5
         }
     };
-    // The legend's box in axis fractions, from its rows and longest label (16 px text, 12 px
-    // inset), over the plot area of a WIDTH x HEIGHT figure.
-    let rows = data.series.len() as f64;
-    let longest = data
-        .series
-        .iter()
-        .map(|s| s.name.chars().count())
-        .max()
-        .unwrap_or(0) as f64;
-    let plot_w = WIDTH as f64 - 36.0 - 84.0;
-    let plot_h = HEIGHT as f64 - FOOTNOTE_HEIGHT as f64 - 36.0 - 40.0 - 56.0;
-    let box_w = ((9.0 * longest + 60.0 + 12.0) / plot_w).min(1.0);
-    let box_h = ((20.0 * rows + 24.0 + 12.0) / plot_h).min(0.9);
-    let marks: Vec<(f64, f64)> = data
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter())
-        .flat_map(|p| [(p.x, p.high), (p.x, p.mid), (p.x, p.low)])
-        .map(|(px, py)| (fraction(px, x), fraction(py, y)))
-        .collect();
+    // Straight in the axes' fractions is straight on screen: sample every drawn segment.
+    let mut marks: Vec<(f64, f64)> = Vec::new();
+    let mut segment = |a: (f64, f64), b: (f64, f64)| {
+        let length = (b.0 - a.0).hypot(b.1 - a.1);
+        let steps = ((length / 0.01).ceil() as usize).clamp(1, 200);
+        marks.extend((0..=steps).map(|k| {
+            let t = k as f64 / steps as f64;
+            (a.0 + t * (b.0 - a.0), a.1 + t * (b.1 - a.1))
+        }));
+    };
+    for s in &data.series {
+        let at: Vec<[(f64, f64); 3]> = s
+            .points
+            .iter()
+            .map(|p| {
+                let fx = fraction(p.x, x);
+                [p.low, p.mid, p.high].map(|v| (fx, fraction(v, y)))
+            })
+            .collect();
+        for p in &at {
+            // The marker, and the error bar or the band's extent at this x.
+            segment(p[0], p[2]);
+            segment(p[1], p[1]);
+        }
+        for pair in at.windows(2) {
+            for (from, to) in pair[0].iter().zip(&pair[1]) {
+                segment(*from, *to);
+            }
+        }
+    }
     let free = |right: bool, upper: bool| {
         !marks.iter().any(|&(fx, fy)| {
             (if right {
@@ -1084,22 +1523,18 @@ fn place_legend(
             })
         })
     };
-    let corners = [
+    if box_w >= 1.0 || box_h >= 1.0 {
+        return None;
+    }
+    [
         (SeriesLabelPosition::UpperRight, true, true),
         (SeriesLabelPosition::UpperLeft, false, true),
         (SeriesLabelPosition::LowerRight, true, false),
         (SeriesLabelPosition::LowerLeft, false, false),
-    ];
-    if let Some((corner, _, _)) = corners.into_iter().find(|&(_, r, u)| free(r, u)) {
-        return (corner, None);
-    }
-    let (lo, hi, log) = y;
-    let (a, b) = (to(lo, log), to(hi, log));
-    let top = a + (b - a) / (1.0 - box_h);
-    (
-        SeriesLabelPosition::UpperRight,
-        Some(if log { top.exp() } else { top }),
-    )
+    ]
+    .into_iter()
+    .find(|&(_, right, upper)| free(right, upper))
+    .map(|(corner, _, _)| corner)
 }
 
 #[cfg(test)]
@@ -1113,6 +1548,58 @@ mod tests {
         assert_eq!(tick(1.5), "1.5");
         assert_eq!(tick(0.30000000000000004), "0.3");
         assert_eq!(tick(2.5e-5), "2.5e-5");
+        assert_eq!(tick(5e-4), "5e-4");
+        assert_eq!(tick(5000.0), "5000");
+        assert_eq!(tick(20_000.0), "20k");
+        assert_eq!(tick(2.5e6), "2.5M");
+        assert_eq!(tick(-3_950_000.0), "-3.95M");
+        assert_eq!(tick(1e9), "1G");
+    }
+
+    #[test]
+    fn seconds_and_bytes_are_drawn_in_a_unit_that_keeps_ticks_short() {
+        assert_eq!(
+            display_unit("wall time (s)", 2.0),
+            ("wall time (s)".into(), 1.0)
+        );
+        assert_eq!(
+            display_unit("wall time (s)", 0.05),
+            ("wall time (ms)".into(), 1e3)
+        );
+        assert_eq!(display_unit("loop (s)", 5e-4), ("loop (µs)".into(), 1e6));
+        assert_eq!(
+            display_unit("model (bytes)", 3e9),
+            ("model (GB)".into(), 1e-9)
+        );
+        assert_eq!(
+            display_unit("model (bytes)", 500.0),
+            ("model (bytes)".into(), 1.0)
+        );
+        assert_eq!(display_unit("GFLOP/s", 0.5), ("GFLOP/s".into(), 1.0));
+    }
+
+    #[test]
+    fn titles_wrap_at_words() {
+        let by_chars = |t: &str| t.chars().count() as u32;
+        assert_eq!(wrap("a bb ccc dddd", 6, by_chars), ["a bb", "ccc", "dddd"]);
+        assert_eq!(wrap("short", 60, by_chars), ["short"]);
+        assert_eq!(
+            wrap("averyverylongword x", 4, by_chars),
+            ["averyverylongword", "x"]
+        );
+        assert!(wrap("", 10, by_chars).is_empty());
+    }
+
+    #[test]
+    fn linear_ticks_are_round_and_few() {
+        assert_eq!(
+            linear_ticks(0.0, 1.05, 7, false),
+            [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+        );
+        assert_eq!(linear_ticks(0.9, 2.1, 7, true), [1.0, 2.0]);
+        assert_eq!(linear_ticks(0.0, 0.047, 7, false).len(), 5);
+        assert!(linear_ticks(0.0, 6.5e-4, 7, false).len() <= 7);
+        assert!(linear_ticks(1.0, 1.0, 7, false).is_empty());
     }
 
     #[test]
@@ -1122,6 +1609,41 @@ mod tests {
         assert_eq!(log_ticks(1e-3, 1e3).len(), 7);
         assert!(log_ticks(-1.0, 2.0).is_empty());
         assert_eq!(powers_of_two_ticks(0.9, 17.0), [1.0, 2.0, 4.0, 8.0, 16.0]);
+        assert_eq!(log_minor_ticks(15.0, 45.0), [20.0, 30.0, 40.0]);
+        // Within less than a factor of two a log axis still gets labelled ticks.
+        let axis = Axis::new(&[1.1, 1.4], true, false, None, false);
+        assert!(axis.ticks.len() >= 2, "{axis:?}");
+    }
+
+    #[test]
+    fn max_and_min_in_a_filter_pick_the_largest_and_smallest_value() {
+        let fig = FigureConfig {
+            kind: FigureKind::Results,
+            name: "f".into(),
+            title: "t".into(),
+            x: "nnz".into(),
+            y: "wall_time_s".into(),
+            series: "variant".into(),
+            filter: BTreeMap::from([
+                ("rows".to_string(), Value::Str("max".into())),
+                ("variant".to_string(), Value::Str("a".into())),
+            ]),
+            speedup_over: None,
+            log_x: false,
+            log_y: false,
+            x_label: None,
+            y_label: None,
+        };
+        let params = |rows: i64| Params::from([("rows".to_string(), Value::Int(rows))]);
+        let rows = [("a", params(256)), ("a", params(512)), ("b", params(4096))];
+        let resolved = with_resolved_filter(&fig, rows.iter().map(|(v, p)| (*v, p)));
+        assert_eq!(resolved.filter["rows"], Value::Int(512));
+        let mut smallest = fig.clone();
+        smallest
+            .filter
+            .insert("rows".to_string(), Value::Str("min".into()));
+        let resolved = with_resolved_filter(&smallest, rows.iter().map(|(v, p)| (*v, p)));
+        assert_eq!(resolved.filter["rows"], Value::Int(256));
     }
 
     fn data(points: &[(f64, f64)]) -> FigureData {
@@ -1146,22 +1668,28 @@ mod tests {
     }
 
     #[test]
-    fn the_legend_takes_a_free_corner_or_makes_room_above_the_data() {
+    fn the_legend_takes_a_corner_free_of_markers_and_lines_or_goes_above_the_plot() {
+        let axes = ((0.0, 11.0, false), (0.0, 11.0, false));
+        let size = (0.3, 0.3);
         // A rising line leaves the upper left free.
         let rising: Vec<(f64, f64)> = (1..=10).map(|i| (i as f64, i as f64)).collect();
-        let (corner, top) = place_legend(&data(&rising), (0.0, 11.0, false), (0.0, 11.0, false));
-        assert!(matches!(corner, SeriesLabelPosition::UpperLeft) && top.is_none());
-        // Data in every corner: the top is raised, on a log axis too, and the data then leave
-        // the upper band free.
+        let corner = place_legend(&data(&rising), axes.0, axes.1, size);
+        assert!(matches!(corner, Some(SeriesLabelPosition::UpperLeft)));
+        // A line through the upper right corner with its two markers outside it: the corner is
+        // taken all the same.
+        let crossing = [(5.0, 11.0), (11.0, 5.0)];
+        let corner = place_legend(&data(&crossing), axes.0, axes.1, size);
+        assert!(
+            matches!(corner, Some(SeriesLabelPosition::UpperLeft)),
+            "{corner:?}"
+        );
+        // Data in every corner: the legend goes above the plot, on a log axis too.
         let corners = [(0.5, 0.5), (0.5, 10.5), (10.5, 0.5), (10.5, 10.5)];
-        let (corner, top) = place_legend(&data(&corners), (0.0, 11.0, false), (0.0, 11.0, false));
-        assert!(matches!(corner, SeriesLabelPosition::UpperRight));
-        let top = top.unwrap();
-        assert!(top > 11.0);
-        let (again, none) = place_legend(&data(&corners), (0.0, 11.0, false), (0.0, top, false));
-        assert!(matches!(again, SeriesLabelPosition::UpperRight) && none.is_none());
-        let (_, log_top) = place_legend(&data(&corners), (0.0, 11.0, false), (0.4, 11.0, true));
-        assert!(log_top.unwrap() > 11.0);
+        assert!(place_legend(&data(&corners), axes.0, axes.1, size).is_none());
+        let log_y = (0.4, 11.0, true);
+        assert!(place_legend(&data(&corners), axes.0, log_y, size).is_none());
+        // A legend as large as the plot never fits inside.
+        assert!(place_legend(&data(&rising), axes.0, axes.1, (1.0, 0.2)).is_none());
     }
 
     #[test]

@@ -170,7 +170,9 @@ pub struct FigureConfig {
     /// `variant` (default) or a parameter name (one line per value of it).
     #[serde(default = "default_series")]
     pub series: String,
-    /// Keep only rows whose parameters (or `variant`) equal these values.
+    /// Keep only rows whose parameters (or `variant`) equal these values; `max` or `min` for a
+    /// numeric parameter keeps the rows at its largest or smallest value in the run (the quick and
+    /// the full sweep then share one figure spec).
     #[serde(default)]
     pub filter: BTreeMap<String, Value>,
     /// Plot `reference / value` instead of the value: a speedup over another variant at the same
