@@ -1391,19 +1391,22 @@ fn a_job_across_processes_reports_the_busiest_rank_and_the_whole_jobs_counters()
     let in_process = distributed("gemm", 2, sync.clone())
         .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
         .unwrap();
-    let jobs = parbench_common::comm::threads::run_threads(2, |comm| {
-        train_job(
-            comm,
-            2,
-            "gemm",
-            &corpus,
-            &params,
-            Par::Seq,
-            &sync,
-            &mut quiet,
-        )
-    })
-    .unwrap();
+    // Two processes, each told the job has `told` ranks.
+    let job_of = |told: usize| {
+        parbench_common::comm::threads::run_threads(2, |comm| {
+            train_job(
+                comm,
+                told,
+                "gemm",
+                &corpus,
+                &params,
+                Par::Seq,
+                &sync,
+                &mut quiet,
+            )
+        })
+    };
+    let jobs = job_of(2).unwrap();
     let busiest = in_process
         .iter()
         .map(|r| r.comm.total().words_sent)
@@ -1428,18 +1431,6 @@ fn a_job_across_processes_reports_the_busiest_rank_and_the_whole_jobs_counters()
         );
     }
     assert_eq!(jobs[0].value.rows_exchanged, in_process[0].rows_exchanged);
-    let err = parbench_common::comm::threads::run_threads(2, |comm| {
-        train_job(
-            comm,
-            3,
-            "gemm",
-            &corpus,
-            &params,
-            Par::Seq,
-            &sync,
-            &mut quiet,
-        )
-    })
-    .unwrap_err();
+    let err = job_of(3).unwrap_err();
     assert!(err.error.to_string().contains("3 ranks"), "{}", err.error);
 }
