@@ -11,6 +11,13 @@ pub struct PoolError {
     pub reason: String,
 }
 
+/// For code whose errors are plain messages (a rank body returning `Result<_, String>`).
+impl From<PoolError> for String {
+    fn from(e: PoolError) -> String {
+        e.to_string()
+    }
+}
+
 /// How many threads a kernel may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Par {
@@ -87,7 +94,7 @@ where
 }
 
 /// [`spawn_scoped`] with a given builder, so a test can make the system refuse the thread.
-fn spawn_with<'scope, 'env, F, T>(
+pub(crate) fn spawn_with<'scope, 'env, F, T>(
     builder: std::thread::Builder,
     scope: &'scope std::thread::Scope<'scope, 'env>,
     threads: usize,

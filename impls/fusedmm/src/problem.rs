@@ -53,6 +53,9 @@ pub enum FusedMmError {
     /// A communicator call failed.
     #[error("communication failed: {0}")]
     Comm(#[from] CommError),
+    /// The system refused a thread (an in-process rank's, or a kernel's pool).
+    #[error(transparent)]
+    Threads(#[from] parbench_common::par::PoolError),
     /// A rank failed; the others were stopped.
     #[error("rank {rank} failed: {message}")]
     Rank {

@@ -165,6 +165,9 @@ pub enum CommError {
         /// The rank left waiting.
         waiting: usize,
     },
+    /// The system refused a rank's thread (in-process ranks only).
+    #[error(transparent)]
+    Threads(#[from] crate::par::PoolError),
     /// A call's arguments break its contract (mismatched block counts, a rank out of range...).
     #[error("{call}: {message}")]
     Usage {

@@ -13,6 +13,7 @@
 //! [`run_threads`] returns the error of the rank that failed first.
 
 use super::{check, even_counts, CommError, CommStats, Communicator, Phase};
+use crate::par::{spawn_with, PoolError};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -531,10 +532,29 @@ pub struct RankFailure<E> {
 /// rank's value and counters, or the error of the rank that failed first (the others then fail
 /// with [`CommError::PeerFailed`], which is not returned). A panic in a rank is re-raised here
 /// after every thread has stopped.
+///
+/// A rank whose thread the system refuses fails with the [`PoolError`] (as its error type), and
+/// the ranks already started are aborted as after any failure: the run returns an error, never
+/// hangs and never runs on fewer ranks.
 pub fn run_threads<R, E, F>(ranks: usize, body: F) -> Result<Vec<RankRun<R>>, RankFailure<E>>
 where
     R: Send,
-    E: Send,
+    E: Send + From<PoolError>,
+    F: Fn(&dyn Communicator) -> Result<R, E> + Sync,
+{
+    run_threads_with(ranks, |_| std::thread::Builder::new(), body)
+}
+
+/// [`run_threads`] with each rank's thread made by `builder(rank)`, so a test can make the
+/// system refuse one.
+fn run_threads_with<R, E, F>(
+    ranks: usize,
+    builder: impl Fn(usize) -> std::thread::Builder,
+    body: F,
+) -> Result<Vec<RankRun<R>>, RankFailure<E>>
+where
+    R: Send,
+    E: Send + From<PoolError>,
     F: Fn(&dyn Communicator) -> Result<R, E> + Sync,
 {
     let ranks = ranks.max(1);
@@ -543,64 +563,92 @@ where
     // The only state the threads share, and only to report which failure came first.
     let first_failure = AtomicUsize::new(usize::MAX);
     let results: Vec<std::thread::Result<Result<RankRun<R>, E>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = inboxes
-            .into_iter()
-            .enumerate()
-            .map(|(world_rank, inbox)| {
-                let outboxes = outboxes.clone();
-                let body = &body;
-                let first_failure = &first_failure;
-                scope.spawn(move || {
-                    let core = Rc::new(RankCore {
+        let mut handles = Vec::with_capacity(ranks);
+        let mut refused = None;
+        for (world_rank, inbox) in inboxes.into_iter().enumerate() {
+            let outboxes = outboxes.clone();
+            let body = &body;
+            let first_failure = &first_failure;
+            let started = spawn_with(builder(world_rank), scope, ranks, move || {
+                let core = Rc::new(RankCore {
+                    world_rank,
+                    outboxes,
+                    inbox,
+                    parked: RefCell::new(Vec::new()),
+                    finished: RefCell::new(HashSet::new()),
+                    stats: RefCell::new(CommStats::default()),
+                });
+                let world = ThreadComm {
+                    core: Rc::clone(&core),
+                    ctx: WORLD_CONTEXT,
+                    members: (0..ranks).collect(),
+                    rank: world_rank,
+                    calls: Cell::new(0),
+                };
+                let outcome = catch_unwind(AssertUnwindSafe(|| body(&world)));
+                let failed = !matches!(outcome, Ok(Ok(_)));
+                if failed {
+                    let _ = first_failure.compare_exchange(
+                        usize::MAX,
                         world_rank,
-                        outboxes,
-                        inbox,
-                        parked: RefCell::new(Vec::new()),
-                        finished: RefCell::new(HashSet::new()),
-                        stats: RefCell::new(CommStats::default()),
-                    });
-                    let world = ThreadComm {
-                        core: Rc::clone(&core),
-                        ctx: WORLD_CONTEXT,
-                        members: (0..ranks).collect(),
-                        rank: world_rank,
-                        calls: Cell::new(0),
-                    };
-                    let outcome = catch_unwind(AssertUnwindSafe(|| body(&world)));
-                    let failed = !matches!(outcome, Ok(Ok(_)));
-                    if failed {
-                        let _ = first_failure.compare_exchange(
-                            usize::MAX,
-                            world_rank,
-                            Ordering::SeqCst,
-                            Ordering::SeqCst,
-                        );
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    );
+                }
+                for (dest, out) in core.outboxes.iter().enumerate() {
+                    if dest != world_rank {
+                        let _ = out.send(Envelope {
+                            ctx: u64::MAX,
+                            seq: 0,
+                            step: 0,
+                            src: world_rank,
+                            payload: if failed {
+                                Payload::Abort
+                            } else {
+                                Payload::Done
+                            },
+                        });
                     }
-                    for (dest, out) in core.outboxes.iter().enumerate() {
-                        if dest != world_rank {
-                            let _ = out.send(Envelope {
-                                ctx: u64::MAX,
-                                seq: 0,
-                                step: 0,
-                                src: world_rank,
-                                payload: if failed {
-                                    Payload::Abort
-                                } else {
-                                    Payload::Done
-                                },
-                            });
-                        }
-                    }
-                    let stats = *core.stats.borrow();
-                    outcome.map(|r| r.map(|value| RankRun { value, stats }))
-                })
-            })
-            .collect();
+                }
+                let stats = *core.stats.borrow();
+                outcome.map(|r| r.map(|value| RankRun { value, stats }))
+            });
+            match started {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    refused = Some((world_rank, e));
+                    break;
+                }
+            }
+        }
+        if let Some((rank, _)) = &refused {
+            // The ranks already started may wait for this one: abort them, as a failed rank
+            // would. The ranks after it were never started and have no thread to stop.
+            let _ = first_failure.compare_exchange(
+                usize::MAX,
+                *rank,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+            for out in &outboxes[..*rank] {
+                let _ = out.send(Envelope {
+                    ctx: u64::MAX,
+                    seq: 0,
+                    step: 0,
+                    src: *rank,
+                    payload: Payload::Abort,
+                });
+            }
+        }
         drop(outboxes);
-        handles
+        let mut results: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(Err))
-            .collect()
+            .collect();
+        if let Some((_, e)) = refused {
+            results.push(Ok(Err(E::from(e))));
+        }
+        results
     });
     let mut runs = Vec::with_capacity(ranks);
     let mut errors: Vec<Option<E>> = Vec::new();
@@ -635,5 +683,55 @@ where
         Some(error) => Err(RankFailure { rank, error }),
         // Unreachable: a missing run is either a panic (re-raised above) or an error.
         None => panic!("a rank failed without an error or a panic"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rank 2 of 4 cannot get a thread (a stack no system grants): the run is that rank's
+    /// error, and ranks 0 and 1, already waiting in a collective that needs rank 2, are aborted
+    /// rather than left hanging.
+    #[test]
+    fn a_rank_whose_thread_is_refused_fails_the_run_and_stops_the_started_ranks() {
+        let builder = |rank: usize| {
+            let b = std::thread::Builder::new();
+            if rank == 2 {
+                b.stack_size(1 << 62)
+            } else {
+                b
+            }
+        };
+        let out = run_threads_with(4, builder, |c| -> Result<(), CommError> {
+            c.all_gather_f64(Phase::Replication, &[1.0], &[1, 1, 1, 1])?;
+            Ok(())
+        });
+        let failure = out.unwrap_err();
+        assert_eq!(failure.rank, 2);
+        match failure.error {
+            CommError::Threads(e) => assert_eq!(e.threads, 4),
+            other => panic!("expected the refused thread, got {other}"),
+        }
+        // The same body with every thread granted runs on all four ranks.
+        let runs = run_threads(4, |c| -> Result<(), CommError> {
+            c.all_gather_f64(Phase::Replication, &[1.0], &[1, 1, 1, 1])?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(runs.len(), 4);
+    }
+
+    /// The first rank refused: nothing started, the run is still an error and not a panic.
+    #[test]
+    fn a_refused_first_rank_is_an_error() {
+        let out = run_threads_with(
+            2,
+            |_| std::thread::Builder::new().stack_size(1 << 62),
+            |c| -> Result<usize, String> { Ok(c.rank()) },
+        );
+        let failure = out.unwrap_err();
+        assert_eq!(failure.rank, 0);
+        assert!(failure.error.contains("cannot start"), "{}", failure.error);
     }
 }
