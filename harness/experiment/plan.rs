@@ -350,8 +350,8 @@ impl<'a> Validator<'a> {
                 &path,
                 specs.as_deref(),
                 family,
+                &variants,
             );
-            self.check_read_by(key, &path, specs.as_deref(), &variants);
         }
         for (key, values) in &config.sweep {
             let path = self.merged_path("sweep", key);
@@ -365,8 +365,7 @@ impl<'a> Validator<'a> {
                     )),
                 );
             }
-            self.check_param(key, values, &path, specs.as_deref(), family);
-            self.check_read_by(key, &path, specs.as_deref(), &variants);
+            self.check_param(key, values, &path, specs.as_deref(), family, &variants);
             if config.params.contains_key(key) {
                 let at = self.at(&path);
                 self.push(
@@ -390,8 +389,8 @@ impl<'a> Validator<'a> {
                         &path,
                         specs.as_deref(),
                         family,
+                        &quick_variants,
                     );
-                    self.check_read_by(key, &path, specs.as_deref(), &quick_variants);
                 }
                 for (key, values) in &q.sweep {
                     let path = vec![Seg::Key("quick"), Seg::Key("sweep"), Seg::Key(key)];
@@ -403,8 +402,14 @@ impl<'a> Validator<'a> {
                             Some(format!("give `{key}` at least one value")),
                         );
                     }
-                    self.check_param(key, values, &path, specs.as_deref(), family);
-                    self.check_read_by(key, &path, specs.as_deref(), &quick_variants);
+                    self.check_param(
+                        key,
+                        values,
+                        &path,
+                        specs.as_deref(),
+                        family,
+                        &quick_variants,
+                    );
                 }
                 if q.repetitions == Some(0) {
                     let at = self.at(&[Seg::Key("quick"), Seg::Key("repetitions")]);
@@ -594,6 +599,7 @@ impl<'a> Validator<'a> {
         path: &[Seg],
         specs: Option<&[ParamSpec]>,
         family: Option<&dyn Family>,
+        variants: &[&str],
     ) {
         if key == "threads" {
             for v in values {
@@ -653,6 +659,26 @@ impl<'a> Validator<'a> {
             );
             return;
         };
+        // A variant's option where none of the variants run reads it: a user who sets `delta`
+        // for an experiment of `sync` alone expects it to matter, and it would not.
+        if let Some(readers) = &spec.read_by {
+            if !variants.iter().any(|v| readers.contains(v)) {
+                let at = self.at(path);
+                let add: Vec<String> = readers.iter().map(|r| format!("`{r}`")).collect();
+                self.push(
+                    at,
+                    format!(
+                        "`{key}` is read only by {}, and this experiment runs {}",
+                        list(readers),
+                        list(variants)
+                    ),
+                    Some(format!(
+                        "remove `{key}`, or add {} to the variants",
+                        add.join(" or ")
+                    )),
+                );
+            }
+        }
         for v in values {
             let Some(Err(why)) = family.and_then(|f| f.check_value(key, v)) else {
                 continue;
@@ -670,43 +696,6 @@ impl<'a> Validator<'a> {
             };
             self.push(at, format!("parameter `{key}` {why}"), Some(help));
         }
-    }
-
-    /// A variant's option set where none of the variants run reads it: a user who sets `delta`
-    /// for an experiment of `sync` alone expects it to matter, and it would not.
-    fn check_read_by(
-        &mut self,
-        key: &str,
-        path: &[Seg],
-        specs: Option<&[ParamSpec]>,
-        variants: &[&str],
-    ) {
-        let Some(readers) = specs
-            .and_then(|s| s.iter().find(|p| p.name == key))
-            .and_then(|p| p.read_by.as_ref())
-        else {
-            return;
-        };
-        if variants.iter().any(|v| readers.contains(v)) {
-            return;
-        }
-        let at = self.at(path);
-        self.push(
-            at,
-            format!(
-                "`{key}` is read only by {}, and this experiment runs {}",
-                list(readers),
-                list(variants)
-            ),
-            Some(format!(
-                "remove `{key}`, or add {} to the variants",
-                readers
-                    .iter()
-                    .map(|r| format!("`{r}`"))
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            )),
-        );
     }
 
     /// A parameter, or `threads` (unknown family: any name, to avoid cascades of errors).

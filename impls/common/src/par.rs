@@ -11,6 +11,16 @@ pub struct PoolError {
     pub reason: String,
 }
 
+impl PoolError {
+    /// `threads` asked for, refused for `reason` (what the system or the pool builder said).
+    pub fn refused(threads: usize, reason: impl std::fmt::Display) -> PoolError {
+        PoolError {
+            threads,
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// For code whose errors are plain messages (a rank body returning `Result<_, String>`).
 impl From<PoolError> for String {
     fn from(e: PoolError) -> String {
@@ -55,10 +65,7 @@ impl Par {
                 .num_threads(n.max(1))
                 .build()
                 .map(Some)
-                .map_err(|e| PoolError {
-                    threads: n.max(1),
-                    reason: e.to_string(),
-                }),
+                .map_err(|e| PoolError::refused(n.max(1), e)),
         }
     }
 
@@ -90,24 +97,9 @@ where
     F: FnOnce() -> T + Send + 'scope,
     T: Send + 'scope,
 {
-    spawn_with(std::thread::Builder::new(), scope, threads, f)
-}
-
-/// [`spawn_scoped`] with a given builder, so a test can make the system refuse the thread.
-pub(crate) fn spawn_with<'scope, 'env, F, T>(
-    builder: std::thread::Builder,
-    scope: &'scope std::thread::Scope<'scope, 'env>,
-    threads: usize,
-    f: F,
-) -> Result<std::thread::ScopedJoinHandle<'scope, T>, PoolError>
-where
-    F: FnOnce() -> T + Send + 'scope,
-    T: Send + 'scope,
-{
-    builder.spawn_scoped(scope, f).map_err(|e| PoolError {
-        threads,
-        reason: e.to_string(),
-    })
+    std::thread::Builder::new()
+        .spawn_scoped(scope, f)
+        .map_err(|e| PoolError::refused(threads, e))
 }
 
 #[cfg(test)]
@@ -142,7 +134,10 @@ mod tests {
         let huge = std::thread::Builder::new().stack_size(1 << 62);
         let refused = std::thread::scope(|scope| {
             let started = spawn_scoped(scope, 7, || 1).map(|h| h.join());
-            let refused = spawn_with(huge, scope, 7, || 2).map(drop);
+            let refused = huge
+                .spawn_scoped(scope, || 2)
+                .map(drop)
+                .map_err(|e| PoolError::refused(7, e));
             assert!(matches!(started, Ok(Ok(1))));
             refused
         });

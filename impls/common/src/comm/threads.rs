@@ -13,7 +13,7 @@
 //! [`run_threads`] returns the error of the rank that failed first.
 
 use super::{check, even_counts, CommError, CommStats, Communicator, Phase};
-use crate::par::{spawn_with, PoolError};
+use crate::par::PoolError;
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -569,7 +569,7 @@ where
             let outboxes = outboxes.clone();
             let body = &body;
             let first_failure = &first_failure;
-            let started = spawn_with(builder(world_rank), scope, ranks, move || {
+            let started = builder(world_rank).spawn_scoped(scope, move || {
                 let core = Rc::new(RankCore {
                     world_rank,
                     outboxes,
@@ -613,7 +613,7 @@ where
                 let stats = *core.stats.borrow();
                 outcome.map(|r| r.map(|value| RankRun { value, stats }))
             });
-            match started {
+            match started.map_err(|e| PoolError::refused(ranks, e)) {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
                     refused = Some((world_rank, e));
