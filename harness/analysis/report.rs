@@ -325,7 +325,7 @@ fn section(h: &mut String, r: &ReportRun) {
 /// Medians per point and variant, with the share of the measured FMA peak at the point's
 /// threads (the one-thread peak times the threads, up to the all-threads figure).
 fn results_table(h: &mut String, rows: &[ResultRow], limits: &Limits) {
-    h.push_str("<table class=\"results\">\n<tr><th>point</th><th>variant</th><th>runs</th><th>median s</th><th>min-max s</th><th>GFLOP/s</th><th title=\"GFLOP/s over this machine's measured f64 FMA peak at the point's threads\">% of FMA peak</th><th>rel err</th></tr>\n");
+    h.push_str("<table class=\"results\">\n<tr><th>point</th><th>variant</th><th>runs</th><th>median s</th><th>min-max s</th><th>GFLOP/s</th><th title=\"GFLOP/s over this machine's measured f64 FMA peak at the point's threads\">% of FMA peak</th><th title=\"the least time this machine allows for the work the variant states (flops at the FMA peak, bytes at the triad bandwidth of the level they fit in) over the measured time\">% of bound</th><th>rel err</th></tr>\n");
     for v in crate::analysis::summary::summarize(rows) {
         let threads = threads_of(&v.params);
         let peak = if threads >= limits.threads_all.max(1) {
@@ -340,7 +340,7 @@ fn results_table(h: &mut String, rows: &[ResultRow], limits: &Limits) {
         let point_text: Vec<String> = v.params.iter().map(|(k, x)| format!("{k}={x}")).collect();
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.6}</td><td class=\"num\">{:.4}-{:.4}</td><td class=\"num\">{}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.6}</td><td class=\"num\">{:.4}-{:.4}</td><td class=\"num\">{}</td><td class=\"num\">{share}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             escape(&point_text.join(" ")),
             escape(&v.variant),
             v.times.len(),
@@ -348,6 +348,7 @@ fn results_table(h: &mut String, rows: &[ResultRow], limits: &Limits) {
             v.min_s,
             v.max_s,
             v.gflop_per_s.map_or("-".to_string(), |g| format!("{g:.2}")),
+            crate::analysis::summary::percent(v.fraction_of_bound),
             v.max_rel_error.map_or("-".to_string(), |e| format!("{e:.1e}"))
         );
     }

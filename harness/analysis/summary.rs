@@ -17,6 +17,9 @@ pub struct VariantSummary {
     pub max_s: f64,
     /// Median of the `gflop_per_s` metric, for families that report it.
     pub gflop_per_s: Option<f64>,
+    /// Median of `fraction_of_bound` (the machine's least time over the measured one), for rows
+    /// whose variant states its work ([`crate::exec::bound`]).
+    pub fraction_of_bound: Option<f64>,
     /// Largest relative difference from the equivalence reference's output.
     pub max_rel_error: Option<f64>,
 }
@@ -33,10 +36,13 @@ pub fn summarize(rows: &[ResultRow]) -> Vec<VariantSummary> {
                 .filter(|r| r.point == point && r.variant == variant)
                 .collect();
             let times: Vec<f64> = sel.iter().map(|r| r.wall_time_s).collect();
-            let gflops: Vec<f64> = sel
-                .iter()
-                .filter_map(|r| r.metrics.get("gflop_per_s").copied())
-                .collect();
+            let metric = |name: &str| -> Option<f64> {
+                let values: Vec<f64> = sel
+                    .iter()
+                    .filter_map(|r| r.metrics.get(name).copied())
+                    .collect();
+                median(&values)
+            };
             VariantSummary {
                 point,
                 params: sel[0].params.clone(),
@@ -45,7 +51,8 @@ pub fn summarize(rows: &[ResultRow]) -> Vec<VariantSummary> {
                 min_s: times.iter().copied().fold(f64::INFINITY, f64::min),
                 max_s: times.iter().copied().fold(0.0, f64::max),
                 times,
-                gflop_per_s: median(&gflops),
+                gflop_per_s: metric("gflop_per_s"),
+                fraction_of_bound: metric("fraction_of_bound"),
                 max_rel_error: sel
                     .iter()
                     .filter_map(|r| r.equiv_rel_error)
@@ -53,6 +60,11 @@ pub fn summarize(rows: &[ResultRow]) -> Vec<VariantSummary> {
             }
         })
         .collect()
+}
+
+/// A fraction as a percentage for the tables (`-` when absent).
+pub fn percent(fraction: Option<f64>) -> String {
+    fraction.map_or("-".to_string(), |f| format!("{:.1}", 100.0 * f))
 }
 
 #[cfg(test)]
@@ -70,7 +82,10 @@ mod tests {
             repetition: 0,
             wall_time_s: t,
             phases_s: BTreeMap::new(),
-            metrics: BTreeMap::from([("gflop_per_s".to_string(), 1.0 / t)]),
+            metrics: BTreeMap::from([
+                ("gflop_per_s".to_string(), 1.0 / t),
+                ("fraction_of_bound".to_string(), 0.1 / t),
+            ]),
             equiv_rel_error: err,
         };
         let rows = [
@@ -86,6 +101,7 @@ mod tests {
         assert_eq!(b.times, [3.0, 1.0, 2.0]);
         assert_eq!((b.median_s, b.min_s, b.max_s), (2.0, 1.0, 3.0));
         assert_eq!(b.gflop_per_s, Some(0.5));
+        assert_eq!(b.fraction_of_bound, Some(0.05));
         assert_eq!(b.max_rel_error, Some(3e-12));
         assert_eq!(s[0].max_rel_error, None);
     }

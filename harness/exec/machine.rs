@@ -9,6 +9,8 @@
 //!   write-allocate traffic is not counted, as in STREAM). Best of several passes, one thread and
 //!   all threads (each thread owns one contiguous chunk, first touched by a thread of the same
 //!   pool so pages land near it).
+//! - **last-level cache bandwidth**: the same triad over arrays filling half the last-level
+//!   cache (its size read from sysfs), so data a kernel reuses from that cache has a ceiling too.
 //! - **f64 FMA throughput**: 16 (AVX-512) or 12 (AVX2) independent FMA chains per thread (enough to cover a 4-cycle
 //!   latency at 2 FMAs per cycle with room to spare), 2 flops per lane per FMA, AVX-512 or
 //!   AVX2+FMA when the CPU has them, a portable multiply-add otherwise.
@@ -114,6 +116,16 @@ pub struct Limits {
     pub fma_gflop_per_s_all: f64,
     /// Threads used for the `_all` figures (the logical CPUs available to this process).
     pub threads_all: usize,
+    /// Triad bandwidth over arrays filling half the last-level cache, one thread (0: not
+    /// measured, as in runs recorded before it was).
+    #[serde(default)]
+    pub llc_triad_gb_per_s_1t: f64,
+    /// The same, `threads_all` threads.
+    #[serde(default)]
+    pub llc_triad_gb_per_s_all: f64,
+    /// Size of the last-level cache in bytes (0: unknown).
+    #[serde(default)]
+    pub llc_bytes: u64,
 }
 
 impl Limits {
@@ -125,6 +137,9 @@ impl Limits {
             fma_gflop_per_s_1t: 0.0,
             fma_gflop_per_s_all: 0.0,
             threads_all: 0,
+            llc_triad_gb_per_s_1t: 0.0,
+            llc_triad_gb_per_s_all: 0.0,
+            llc_bytes: 0,
         }
     }
 }
@@ -174,7 +189,21 @@ pub fn measure_limits(quick: bool) -> Limits {
         .build()
         .ok();
 
-    let (triad_1t, triad_all) = measure_triad(&plan, threads_all, pool.as_ref());
+    let (triad_1t, triad_all) = measure_triad(
+        plan.triad_len,
+        plan.triad_passes,
+        threads_all,
+        pool.as_ref(),
+    );
+    let llc_bytes = last_level_cache_bytes().unwrap_or(0);
+    // Three arrays of a sixth of the cache each: half of it, so the triad's lines stay there
+    // between passes; many passes, since each is short.
+    let (llc_1t, llc_all) = if llc_bytes > 0 {
+        let len = (llc_bytes / 48) as usize;
+        measure_triad(len, 10 * plan.triad_passes, threads_all, pool.as_ref())
+    } else {
+        (0.0, 0.0)
+    };
     let (fma_1t, fma_iters) = measure_fma_1t(&plan);
     let fma_all = in_pool(pool.as_ref(), || measure_fma_all(&plan, fma_iters));
     Limits {
@@ -183,6 +212,9 @@ pub fn measure_limits(quick: bool) -> Limits {
         fma_gflop_per_s_1t: fma_1t,
         fma_gflop_per_s_all: fma_all,
         threads_all,
+        llc_triad_gb_per_s_1t: llc_1t,
+        llc_triad_gb_per_s_all: llc_all,
+        llc_bytes,
     }
 }
 
@@ -193,13 +225,45 @@ fn in_pool<R: Send>(pool: Option<&rayon::ThreadPool>, f: impl FnOnce() -> R + Se
     }
 }
 
-/// Best triad bandwidth (GB/s) with one thread and with all threads.
+/// The size of the largest cache level sysfs lists for CPU 0 (Linux only).
+fn last_level_cache_bytes() -> Option<u64> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    let mut best: Option<(u32, u64)> = None;
+    for entry in dir.flatten() {
+        let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok();
+        let (Some(level), Some(size)) = (read("level"), read("size")) else {
+            continue;
+        };
+        let (Ok(level), Some(bytes)) = (level.trim().parse::<u32>(), parse_cache_size(&size))
+        else {
+            continue;
+        };
+        if best.is_none_or(|(l, _)| level > l) {
+            best = Some((level, bytes));
+        }
+    }
+    best.map(|(_, bytes)| bytes)
+}
+
+/// A sysfs cache size (`32768K`, `1M`, `512`) in bytes.
+fn parse_cache_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, scale) = match text.as_bytes().last()? {
+        b'K' | b'k' => (&text[..text.len() - 1], 1u64 << 10),
+        b'M' | b'm' => (&text[..text.len() - 1], 1 << 20),
+        b'G' | b'g' => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    digits.parse::<u64>().ok().map(|n| n * scale)
+}
+
+/// Best triad bandwidth (GB/s) over arrays of `n` f64 each, with one thread and with all.
 fn measure_triad(
-    plan: &LimitsPlan,
+    n: usize,
+    passes: usize,
     threads_all: usize,
     pool: Option<&rayon::ThreadPool>,
 ) -> (f64, f64) {
-    let n = plan.triad_len;
     let chunk = n.div_ceil(threads_all.max(1));
     let scalar = 3.0_f64;
     let bytes = 24.0 * n as f64;
@@ -216,7 +280,7 @@ fn measure_triad(
     });
 
     let mut best_1t = 0.0_f64;
-    for _ in 0..plan.triad_passes {
+    for _ in 0..passes {
         let start = Instant::now();
         triad(&mut a, &b, &c, scalar);
         best_1t = best_1t.max(bytes / start.elapsed().as_secs_f64().max(1e-9));
@@ -225,7 +289,7 @@ fn measure_triad(
 
     let best_all = in_pool(pool, || {
         let mut best = 0.0_f64;
-        for _ in 0..plan.triad_passes {
+        for _ in 0..passes {
             let start = Instant::now();
             a.par_chunks_mut(chunk)
                 .zip(b.par_chunks(chunk))
@@ -612,6 +676,20 @@ pub fn format_info(info: &MachineInfo) -> String {
             ),
         ),
         (
+            "last-level cache",
+            if limits.llc_bytes > 0 {
+                format!(
+                    "{} MiB, triad {:.1} GB/s (1 thread), {:.1} GB/s ({} threads)",
+                    limits.llc_bytes >> 20,
+                    limits.llc_triad_gb_per_s_1t,
+                    limits.llc_triad_gb_per_s_all,
+                    limits.threads_all
+                )
+            } else {
+                "size unknown, not measured".to_string()
+            },
+        ),
+        (
             "f64 FMA peak",
             format!(
                 "{:.1} GFLOP/s (1 thread), {:.1} GFLOP/s ({} threads)",
@@ -637,6 +715,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cache_sizes_parse_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("32768K\n"), Some(32 << 20));
+        assert_eq!(parse_cache_size("1M"), Some(1 << 20));
+        assert_eq!(parse_cache_size("512"), Some(512));
+        assert_eq!(parse_cache_size("K"), None);
+        assert_eq!(parse_cache_size("lots"), None);
+    }
+
+    #[test]
     fn quick_limits_are_positive_and_finite() {
         let limits = measure_limits(true);
         for (name, value) in [
@@ -648,6 +735,7 @@ mod tests {
             assert!(value.is_finite() && value > 0.0, "{name} = {value}");
         }
         assert!(limits.threads_all >= 1);
+        assert!(limits.llc_triad_gb_per_s_1t.is_finite() && limits.llc_triad_gb_per_s_1t >= 0.0);
     }
 
     #[test]
@@ -703,6 +791,9 @@ mod tests {
                 fma_gflop_per_s_1t: 50.0,
                 fma_gflop_per_s_all: 100.0,
                 threads_all: 4,
+                llc_triad_gb_per_s_1t: 60.0,
+                llc_triad_gb_per_s_all: 110.0,
+                llc_bytes: 32 << 20,
             },
             fingerprint: String::new(),
             dispatch: Default::default(),
@@ -713,6 +804,10 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("100.0 GFLOP/s (4 threads)"), "{table}");
+        assert!(
+            table.contains("32 MiB, triad 60.0 GB/s (1 thread), 110.0 GB/s (4 threads)"),
+            "{table}"
+        );
         assert!(table.contains("5.0 flop/byte"), "{table}");
     }
 }

@@ -1,6 +1,7 @@
 //! Running a plan: the runner, the MPI launcher, the ranks' backend of the distributed commands,
-//! and the machine's measured limits.
+//! the machine's measured limits, and the time bound they set on a run.
 
+pub mod bound;
 pub mod calibration;
 pub mod callgrind;
 pub mod drill;

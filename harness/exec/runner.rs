@@ -253,6 +253,12 @@ pub fn run_with(
                     time_s: t.time_s,
                     metrics: t.metrics,
                 }));
+                let mut metrics = m.metrics;
+                crate::exec::bound::add_bound_metrics(
+                    &mut metrics,
+                    m.wall_time_s,
+                    &meta.machine.limits,
+                );
                 rows.push(ResultRow {
                     experiment: cfg.name.clone(),
                     point: index,
@@ -261,7 +267,7 @@ pub fn run_with(
                     repetition,
                     wall_time_s: m.wall_time_s,
                     phases_s: m.phases_s,
-                    metrics: m.metrics,
+                    metrics,
                     equiv_rel_error,
                 });
             }
@@ -308,25 +314,26 @@ pub fn run_with(
 }
 
 /// The table printed at the end of a run: one line per point and variant (median time, spread,
-/// GFLOP/s where reported, equivalence error), then the claims.
+/// GFLOP/s where reported, share of the machine's bound, equivalence error), then the claims.
 pub fn summary_table(name: &str, rows: &[ResultRow], claims: &[ClaimOutcome]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "== {name} ==");
     let _ = writeln!(
         s,
-        "{:<48} {:<12} {:>12} {:>12} {:>10} {:>10}",
-        "point", "variant", "median s", "min-max s", "GFLOP/s", "rel err"
+        "{:<48} {:<12} {:>12} {:>12} {:>10} {:>8} {:>10}",
+        "point", "variant", "median s", "min-max s", "GFLOP/s", "% bound", "rel err"
     );
     for v in crate::analysis::summary::summarize(rows) {
         let _ = writeln!(
             s,
-            "{:<48} {:<12} {:>12.6} {:>12} {:>10} {:>10}",
+            "{:<48} {:<12} {:>12.6} {:>12} {:>10} {:>8} {:>10}",
             truncate(&describe(&v.params), 48),
             v.variant,
             v.median_s,
             format!("{:.4}-{:.4}", v.min_s, v.max_s),
             v.gflop_per_s.map_or("-".to_string(), |g| format!("{g:.2}")),
+            crate::analysis::summary::percent(v.fraction_of_bound),
             v.max_rel_error
                 .map_or("-".to_string(), |e| format!("{e:.1e}")),
         );

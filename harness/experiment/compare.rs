@@ -6,6 +6,7 @@
 //! agreement with the first variant's output where the family's variants compute the same
 //! numbers.
 
+use crate::analysis::summary::percent;
 use crate::exec::runner;
 use crate::experiment::plan::{self, Plan, PlanError};
 use crate::families;
@@ -276,6 +277,8 @@ pub struct Line {
     pub max_s: f64,
     /// Median GFLOP/s, for families that report it.
     pub gflop_per_s: Option<f64>,
+    /// Median share of the machine's bound (its least time over the measured one).
+    pub fraction_of_bound: Option<f64>,
     /// Median time over the first variant's at the point (1 for the first).
     pub ratio: Option<f64>,
     /// Bootstrap interval of the ratio.
@@ -319,6 +322,7 @@ pub fn lines(
                 min_s: v.min_s,
                 max_s: v.max_s,
                 gflop_per_s: v.gflop_per_s,
+                fraction_of_bound: v.fraction_of_bound,
                 ratio: interval.as_ref().map(|i| i.ratio),
                 ratio_lower: interval.as_ref().map(|i| i.lower),
                 ratio_upper: interval.as_ref().map(|i| i.upper),
@@ -357,8 +361,8 @@ pub fn table(lines: &[Line], first: &str, confidence: f64) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<pw$} {:<vw$} {:>10} {:>17} {:>8} {:<34} {:>9}",
-        "point", "variant", "median s", "min-max s", "GFLOP/s", ratio_head, "rel err"
+        "{:<pw$} {:<vw$} {:>10} {:>17} {:>8} {:>7} {:<34} {:>9}",
+        "point", "variant", "median s", "min-max s", "GFLOP/s", "% bound", ratio_head, "rel err"
     );
     for l in lines {
         let ratio = match (l.ratio, l.ratio_lower, l.ratio_upper) {
@@ -368,12 +372,13 @@ pub fn table(lines: &[Line], first: &str, confidence: f64) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<pw$} {:<vw$} {:>10.6} {:>17} {:>8} {:<34} {:>9}",
+            "{:<pw$} {:<vw$} {:>10.6} {:>17} {:>8} {:>7} {:<34} {:>9}",
             point_text(l),
             l.variant,
             l.median_s,
             format!("{:.4}-{:.4}", l.min_s, l.max_s),
             l.gflop_per_s.map_or("-".to_string(), |g| format!("{g:.2}")),
+            percent(l.fraction_of_bound),
             ratio,
             l.rel_error.map_or("-".to_string(), |e| format!("{e:.1e}")),
         );

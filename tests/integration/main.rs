@@ -1,6 +1,7 @@
 //! parbench's integration tests, linked into one binary: each test file of the harness would
 //! otherwise link its own copy of polars and plotters (hundreds of MB apiece in a debug build).
 
+mod bounds;
 mod claims;
 mod cli_conventions;
 mod cli_snapshots;

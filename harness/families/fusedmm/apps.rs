@@ -40,6 +40,7 @@
 //! flops, one SDDMM and one SpMM of `2 r nnz` flops each. With a distributed backend every call
 //! also starts `ranks` threads and moves the words the cost model states.
 
+use crate::exec::bound::work_metrics;
 use crate::families::fusedmm::grid_issues;
 use crate::families::params::{positive, Choice, PointIssue};
 use crate::family::{Measurement, PreparedInput, TypedFamily};
@@ -49,7 +50,9 @@ use fusedmm::apps::gat::{self, GatLayer, HeadCombine};
 use fusedmm::apps::{KernelExecution, KernelTimes};
 use fusedmm::distributed::replication_for;
 use fusedmm::generate::{erdos_renyi, permute, random_permutation, rmat, RmatSpec};
+use fusedmm::kernels::{kernel_work, KernelShape};
 use fusedmm::{flops, Csr, Dense, Kernel, Par};
+use parbench_common::Work;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -208,6 +211,18 @@ fn gat_input(point: &FusedmmAppsPoint, seed: u64) -> Result<AppInput> {
     })
 }
 
+/// The work of an app's sparse calls, for its time bound: each call's kernel work over the whole
+/// matrix, and every word sent copied out of one buffer and into another. The dense steps
+/// between the calls are not counted, so the bound is the sparse part's.
+fn sparse_work(calls: &[(Kernel, &KernelTimes)], shape: KernelShape, threads: usize) -> Work {
+    let mut work = Work::none(threads);
+    for &(kernel, t) in calls {
+        work = work.then(&kernel_work(kernel, shape, true, threads).times(t.calls as f64));
+        work.stream_bytes += 16.0 * t.words_sent as f64;
+    }
+    work
+}
+
 /// Adds the phases and metrics of one kind of sparse call.
 fn account(
     kind: &str,
@@ -247,6 +262,7 @@ impl TypedFamily for FusedmmAppsFamily {
             "*_calls",
             "*_words_sent",
             "*_messages_sent",
+            "work_*",
         ]
     }
     fn variants(&self) -> Vec<&'static str> {
@@ -376,6 +392,7 @@ impl TypedFamily for FusedmmAppsFamily {
             KernelExecution::Distributed { p, c, .. } => (p, c),
         };
         metrics.insert("ranks_used".to_string(), ranks_used as f64);
+        let work_threads = ranks_used * par.degree();
         metrics.insert("replication_used".to_string(), replication_used as f64);
         match input {
             AppInput::Als { ratings, config } => {
@@ -392,6 +409,18 @@ impl TypedFamily for FusedmmAppsFamily {
                     + flops(Kernel::SpmmA, nnz, r) * t.spmm.calls as f64
                     + flops(Kernel::Sddmm, nnz, r) * t.sddmm.calls as f64;
                 let sparse_s = t.fusedmm.seconds + t.spmm.seconds + t.sddmm.seconds;
+                let calls = [
+                    (Kernel::FusedMmA, &t.fusedmm),
+                    (Kernel::SpmmA, &t.spmm),
+                    (Kernel::Sddmm, &t.sddmm),
+                ];
+                let shape = KernelShape {
+                    m: ratings.nrows(),
+                    n: ratings.ncols(),
+                    nnz,
+                    r,
+                };
+                metrics.extend(work_metrics(&sparse_work(&calls, shape, work_threads)));
                 if sparse_s > 0.0 {
                     metrics.insert("gflop_per_s".to_string(), sparse_flops / sparse_s / 1e9);
                 }
@@ -448,6 +477,14 @@ impl TypedFamily for FusedmmAppsFamily {
                 let sparse_flops = flops(Kernel::Sddmm, nnz, r) * t.sddmm.calls as f64
                     + flops(Kernel::SpmmA, nnz, r) * t.spmm.calls as f64;
                 let sparse_s = t.sddmm.seconds + t.spmm.seconds;
+                let calls = [(Kernel::Sddmm, &t.sddmm), (Kernel::SpmmA, &t.spmm)];
+                let shape = KernelShape {
+                    m: graph.nrows(),
+                    n: graph.ncols(),
+                    nnz,
+                    r,
+                };
+                metrics.extend(work_metrics(&sparse_work(&calls, shape, work_threads)));
                 if sparse_s > 0.0 {
                     metrics.insert("gflop_per_s".to_string(), sparse_flops / sparse_s / 1e9);
                 }

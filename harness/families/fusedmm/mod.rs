@@ -30,6 +30,7 @@
 pub mod apps;
 pub mod cli;
 
+use crate::exec::bound::work_metrics;
 use crate::exec::ranks::Ranks;
 use crate::families::params::{positive, Choice, Named, PointIssue};
 use crate::family::{Measurement, PreparedInput, TypedFamily};
@@ -40,6 +41,7 @@ use fusedmm::distributed::{replication_for, valid_replications};
 use fusedmm::generate::{
     circulant, circulant_period, erdos_renyi, permute, random_permutation, rmat, RmatSpec,
 };
+use fusedmm::kernels::{kernel_work, KernelShape};
 use fusedmm::{
     flops, local, run_in_process, Csr, Dense, DistAlgorithm, DistRun, Kernel, Par, Problem,
     Strategy, Variant,
@@ -445,6 +447,35 @@ fn gflops(kernel: Kernel, problem: &Problem, seconds: f64) -> f64 {
     }
 }
 
+/// The shape the kernels' work model reads.
+fn kernel_shape(problem: &Problem) -> KernelShape {
+    KernelShape {
+        m: problem.m(),
+        n: problem.n(),
+        nnz: problem.nnz(),
+        r: problem.r(),
+    }
+}
+
+/// The work of a distributed run: the local kernels' over the whole problem (fused where the
+/// strategy fuses them), on every rank's threads, and every word sent copied out of one buffer
+/// and into another.
+fn distributed_work(
+    kernel: Kernel,
+    problem: &Problem,
+    strategy: Strategy,
+    threads: usize,
+    words_sent_per_rank: &[u64],
+) -> parbench_common::Work {
+    let fused = strategy == Strategy::LocalKernelFusion;
+    let kernels = kernel_work(kernel, kernel_shape(problem), fused, threads);
+    let words: u64 = words_sent_per_rank.iter().sum();
+    parbench_common::Work {
+        stream_bytes: kernels.stream_bytes + 16.0 * words as f64,
+        ..kernels
+    }
+}
+
 /// `phi = nnz / (n r)`, the paper's ratio of sparse to dense volume.
 pub fn phi(problem: &Problem) -> f64 {
     problem.nnz() as f64 / (problem.n() as f64 * problem.r() as f64)
@@ -466,6 +497,7 @@ impl TypedFamily for FusedmmFamily {
             "model_exact",
             "model_error_*",
             "best_c_model",
+            "work_*",
         ]
     }
     fn variants(&self) -> Vec<&'static str> {
@@ -626,6 +658,8 @@ impl FusedmmFamily {
                 }
                 let (out, wall) = local::timed_local_kernel(problem, kernel, fused, par)?;
                 metrics.insert("gflop_per_s".to_string(), gflops(kernel, problem, wall));
+                let work = kernel_work(kernel, kernel_shape(problem), fused, par.degree());
+                metrics.extend(work_metrics(&work));
                 // Nothing sent and nothing predicted: every agreement metric (`*_over_model`,
                 // `model_exact`) is identically 1 here, which makes `local` the denominator of the
                 // "measured equals model" ratio claims (the claim kinds compare variants, not a
@@ -755,6 +789,13 @@ impl FusedmmFamily {
             }
         }
         metrics.insert("gflop_per_s".to_string(), summary.gflop_per_s);
+        metrics.extend(work_metrics(&distributed_work(
+            kernel,
+            problem,
+            strategy,
+            p * par.degree(),
+            &summary.words_sent_per_rank,
+        )));
         let mut phases_s = BTreeMap::new();
         for phase in Phase::ALL {
             phases_s.insert(

@@ -42,6 +42,7 @@
 
 pub mod cli;
 
+use crate::exec::bound::work_metrics;
 use crate::exec::ranks::Ranks;
 use crate::families::params::{positive, Choice, Named, PointIssue};
 use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
@@ -234,7 +235,7 @@ impl TypedFamily for LdaFamily {
 
     // Exact: the corpus (the asynchronous variant's merges and samples depend on timing).
     fn exact_metrics(&self) -> &'static [&'static str] {
-        &["tokens", "docs", "words"]
+        &["tokens", "docs", "words", "work_*"]
     }
     // The output is the trained model's quality (log-likelihood, topic recovery): each variant
     // draws its own samples.
@@ -370,9 +371,15 @@ fn measure(
         reports.push(*r);
         Control::Continue
     })?;
-    Ok(out.map(|out| Measurement {
-        trace: trace(corpus, &reports, &out),
-        ..measurement(corpus, &params, &out)
+    Ok(out.map(|out| {
+        let mut m = Measurement {
+            trace: trace(corpus, &reports, &out),
+            ..measurement(corpus, &params, &out)
+        };
+        // Under MPI the workers are the ranks after the master: `threads` of them either way.
+        let work = sampler.work(corpus, &params, &out, par);
+        m.metrics.extend(work_metrics(&work));
+        m
     }))
 }
 

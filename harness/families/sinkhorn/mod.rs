@@ -86,6 +86,7 @@ impl TypedFamily for SinkhornFamily {
             "docs",
             "query_words",
             "vocab",
+            "work_*",
         ]
     }
     fn variants(&self) -> Vec<&'static str> {
@@ -211,6 +212,8 @@ impl TypedFamily for SinkhornFamily {
         metrics.insert("nnz_x_query".to_string(), nnz * vs);
         metrics.insert("vocab".to_string(), problem.vocab() as f64);
         metrics.insert("docs".to_string(), problem.num_docs() as f64);
+        let work = solver.work(problem, &out, Par::threads(threads));
+        metrics.extend(crate::exec::bound::work_metrics(&work));
         let loop_s = out.phases.get("loop");
         if loop_s > 0.0 {
             metrics.insert(

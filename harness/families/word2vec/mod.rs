@@ -41,6 +41,7 @@
 
 pub mod cli;
 
+use crate::exec::bound::work_metrics;
 use crate::exec::ranks::Ranks;
 use crate::families::params::{positive, Choice, Named, PointIssue};
 use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
@@ -230,6 +231,7 @@ impl TypedFamily for Word2vecFamily {
             "exchanges",
             "rows_exchanged",
             "exchange_words_max",
+            "work_*",
         ]
     }
     // The output is a few quality figures of Hogwild training: no two variants (no two
@@ -423,7 +425,8 @@ impl Word2vecFamily {
             if !backend.is_root() {
                 return Ok(None);
             }
-            (out, Some(info))
+            // Only rank 0's output is here: its own work, on its threads.
+            (out, Some((info, None)))
         } else if variant == DISTRIBUTED {
             let d = word2vec::Distributed {
                 inner: point.inner.name().to_string(),
@@ -436,6 +439,11 @@ impl Word2vecFamily {
                 .map(|r| r.comm.total().words_sent)
                 .max()
                 .unwrap_or(0);
+            // Every rank's training, on all the ranks' threads.
+            let work = ranks
+                .iter()
+                .map(|r| r.train.work(params.dim, par.degree() * ranks.len()))
+                .reduce(|a, b| a.then(&b));
             let first = ranks.remove(0);
             let info = (
                 words,
@@ -443,7 +451,7 @@ impl Word2vecFamily {
                 first.rows_exchanged,
                 first.exchange_seconds,
             );
-            (first.train, Some(info))
+            (first.train, Some((info, work)))
         } else {
             let trainer = word2vec::variant(variant)
                 .ok_or_else(|| anyhow!("unknown word2vec variant {variant}"))?;
@@ -454,7 +462,12 @@ impl Word2vecFamily {
         };
         let mut m = measurement(&input.corpus, &params, &out);
         m.trace = trace(&reports);
-        if let Some((words, exchanges, rows, seconds)) = exchange {
+        let work = match &exchange {
+            Some((_, Some(work))) => *work,
+            _ => out.work(params.dim, par.degree()),
+        };
+        m.metrics.extend(work_metrics(&work));
+        if let Some(((words, exchanges, rows, seconds), _)) = exchange {
             m.metrics
                 .insert("exchange_words_max".to_string(), words as f64);
             m.metrics.insert("exchanges".to_string(), exchanges as f64);

@@ -8,6 +8,7 @@
 //! - [`embeddings`]: word vectors in word2vec text format.
 //! - [`corpora`]: readers of labeled document collections (R8 lines, tar archives of one file
 //!   per document such as 20 Newsgroups).
+//! - [`work`]: the flops and bytes a run cannot avoid, from which the harness bounds its time.
 //! - [`comm`]: the MPI-shaped communicator distributed variants run on (in-process threads, or MPI
 //!   with the `mpi` feature), with exact word and message counts.
 
@@ -23,7 +24,9 @@ pub mod par;
 pub mod partition;
 pub mod rng;
 pub mod text;
+pub mod work;
 
 pub use csr::{Csr, CsrError};
 pub use par::Par;
 pub use rng::Rng;
+pub use work::{Precision, Work};

@@ -21,7 +21,7 @@
 
 use crate::dense::Dense;
 use parbench_common::partition::{nnz_balanced, rows_balanced};
-use parbench_common::{Csr, CsrError, Par};
+use parbench_common::{Csr, CsrError, Par, Precision, Work};
 use rayon::prelude::*;
 
 /// Parts per thread in the parallel splits: a few, so a thread that got slow rows is helped.
@@ -167,6 +167,66 @@ pub fn flops(kernel: Kernel, nnz: usize, r: usize) -> f64 {
         Kernel::FusedMmA | Kernel::FusedMmB => 4 * r,
     };
     per_nnz as f64 * nnz as f64
+}
+
+/// The shape a kernel's work depends on: `S` is `m x n` with `nnz` nonzeros, dense rows `r` wide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelShape {
+    /// Rows of `S` (and of `A`).
+    pub m: usize,
+    /// Columns of `S` (rows of `B`).
+    pub n: usize,
+    /// Nonzeros of `S`.
+    pub nnz: usize,
+    /// Width of the dense rows.
+    pub r: usize,
+}
+
+/// Bytes of one stored nonzero (an f64 value, a u32 column).
+const NONZERO_BYTES: f64 = 12.0;
+
+/// The work `kernel` cannot avoid on `shape` (fused: one pass; unfused: SDDMM into a stored `R`,
+/// then the SpMM reading it), for its time bound. Each kernel streams the sparse block and its
+/// row pointers once, reads the operand whose rows follow the sparse rows once, and writes its
+/// output once (the SpMM kernels read their output too: they accumulate into it); per nonzero
+/// it gathers one `r`-wide row of the other operand, from a working set of that operand.
+/// FusedMMB and SpMMB run on the transpose, so the roles of `m` and `n` swap.
+pub fn kernel_work(kernel: Kernel, shape: KernelShape, fused: bool, threads: usize) -> Work {
+    let KernelShape { m, n, nnz, r } = shape;
+    let row = 8.0 * r as f64;
+    let sparse = NONZERO_BYTES * nnz as f64;
+    let gathered = nnz as f64 * row;
+    let (rows, cols) = match kernel {
+        Kernel::SpmmB | Kernel::FusedMmB => (n as f64, m as f64),
+        _ => (m as f64, n as f64),
+    };
+    let pointers = 8.0 * (rows + 1.0);
+    let one_pass = |stream_bytes: f64| Work {
+        flops: flops(kernel, nnz, r),
+        precision: Precision::F64,
+        stream_bytes: stream_bytes + pointers,
+        reuse_bytes: gathered,
+        reuse_footprint_bytes: cols * row,
+        threads,
+    };
+    match kernel {
+        // `S` in, the rows of `A` once, `R`'s values out.
+        Kernel::Sddmm => one_pass(sparse + rows * row + 8.0 * nnz as f64),
+        // `R` in, the output rows read and written.
+        Kernel::SpmmA | Kernel::SpmmB => one_pass(sparse + 2.0 * rows * row),
+        // `S` in, the rows of the streamed operand once, the output rows read and written.
+        Kernel::FusedMmA | Kernel::FusedMmB if fused => one_pass(sparse + 3.0 * rows * row),
+        Kernel::FusedMmA | Kernel::FusedMmB => {
+            let spmm = if kernel == Kernel::FusedMmA {
+                Kernel::SpmmA
+            } else {
+                Kernel::SpmmB
+            };
+            let sddmm = kernel_work(Kernel::Sddmm, shape, true, threads);
+            // SpMMB's SDDMM runs on `S` as stored; its output then feeds the transposed pass.
+            sddmm.then(&kernel_work(spmm, shape, true, threads))
+        }
+    }
 }
 
 #[inline(always)]
@@ -498,5 +558,53 @@ pub mod whole {
             s.indices().to_vec(),
             values,
         )
+    }
+}
+
+#[cfg(test)]
+mod work_tests {
+    use super::*;
+
+    const SHAPE: KernelShape = KernelShape {
+        m: 2,
+        n: 3,
+        nnz: 4,
+        r: 2,
+    };
+
+    #[test]
+    fn fused_kernels_stream_once_and_gather_one_row_per_nonzero() {
+        let w = kernel_work(Kernel::FusedMmA, SHAPE, true, 1);
+        // S (4 x 12 B), 3 row pointers, A's 2 rows read, the output's 2 rows read and written.
+        assert_eq!(w.stream_bytes, 48.0 + 24.0 + 3.0 * 2.0 * 16.0);
+        // One 16-byte row of B per nonzero, from B's 3 rows.
+        assert_eq!((w.reuse_bytes, w.reuse_footprint_bytes), (64.0, 48.0));
+        assert_eq!(w.flops, 4.0 * 2.0 * 4.0);
+        // FusedMMB runs on the transpose: 4 row pointers, B's 3 rows streamed, A's 2 gathered.
+        let b = kernel_work(Kernel::FusedMmB, SHAPE, true, 1);
+        assert_eq!(b.stream_bytes, 48.0 + 32.0 + 3.0 * 3.0 * 16.0);
+        assert_eq!((b.reuse_bytes, b.reuse_footprint_bytes), (64.0, 32.0));
+    }
+
+    #[test]
+    fn unfused_is_the_sddmm_then_the_spmm() {
+        let sddmm = kernel_work(Kernel::Sddmm, SHAPE, true, 2);
+        // S, pointers, A's rows, R's 4 values written.
+        assert_eq!(sddmm.stream_bytes, 48.0 + 24.0 + 32.0 + 32.0);
+        let spmm = kernel_work(Kernel::SpmmA, SHAPE, true, 2);
+        assert_eq!(spmm.stream_bytes, 48.0 + 24.0 + 64.0);
+        let unfused = kernel_work(Kernel::FusedMmA, SHAPE, false, 2);
+        assert_eq!(unfused.stream_bytes, sddmm.stream_bytes + spmm.stream_bytes);
+        assert_eq!(unfused.reuse_bytes, 128.0);
+        assert_eq!(
+            unfused.flops,
+            kernel_work(Kernel::FusedMmA, SHAPE, true, 2).flops
+        );
+        assert_eq!(unfused.threads, 2);
+        // The fused pass moves less than the two calls.
+        let fused = kernel_work(Kernel::FusedMmA, SHAPE, true, 2);
+        assert!(
+            fused.stream_bytes + fused.reuse_bytes < unfused.stream_bytes + unfused.reuse_bytes
+        );
     }
 }

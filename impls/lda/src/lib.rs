@@ -73,6 +73,7 @@ pub mod sequential;
 pub mod sparse;
 pub mod sync;
 pub(crate) mod wire;
+pub mod work;
 
 pub use asynchronous::AsyncMasterWorker;
 pub use corpus::{Corpus, CorpusError, TextOptions};
@@ -89,7 +90,8 @@ pub use sequential::Sequential;
 pub use sparse::Sparse;
 pub use sync::SyncMasterWorker;
 
-pub use parbench_common::Par;
+pub use parbench_common::{Par, Work};
+pub use work::TokenCost;
 
 /// The instructions the samplers run with: "scalar" on every CPU (no run-time dispatch), so
 /// their instruction counts do not depend on the host. Reported as the other families report
@@ -156,6 +158,18 @@ pub trait LdaSampler: Send + Sync {
     /// Whether the variant runs `par.degree()` worker threads (the sequential ones ignore it).
     fn is_parallel(&self) -> bool {
         false
+    }
+
+    /// What one token costs this sampler with `params` (the master-worker variants' is their
+    /// inner sampler's).
+    fn token_cost(&self, params: &LdaParams) -> TokenCost {
+        params.inner.into()
+    }
+
+    /// The work the run that gave `out` could not avoid, for its time bound ([`work`]).
+    fn work(&self, corpus: &Corpus, params: &LdaParams, out: &LdaOutput, par: Par) -> Work {
+        let threads = if self.is_parallel() { par.degree() } else { 1 };
+        work::sampling_work(self.token_cost(params), corpus, params, out, threads)
     }
 }
 

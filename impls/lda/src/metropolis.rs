@@ -109,6 +109,10 @@ impl LdaSampler for MetropolisHastings {
         "mh"
     }
 
+    fn token_cost(&self, _params: &LdaParams) -> crate::TokenCost {
+        crate::TokenCost::MetropolisHastings { steps: self.steps }
+    }
+
     fn train(
         &self,
         corpus: &Corpus,

@@ -26,6 +26,10 @@ impl LdaSampler for Sequential {
         "sequential"
     }
 
+    fn token_cost(&self, _params: &LdaParams) -> crate::TokenCost {
+        crate::TokenCost::Standard
+    }
+
     fn train(
         &self,
         corpus: &Corpus,

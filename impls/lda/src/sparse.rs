@@ -39,6 +39,10 @@ impl LdaSampler for Sparse {
         "sparse"
     }
 
+    fn token_cost(&self, _params: &LdaParams) -> crate::TokenCost {
+        crate::TokenCost::Sparse
+    }
+
     fn train(
         &self,
         corpus: &Corpus,

@@ -19,8 +19,8 @@ use crate::precompute::{QueryKernels, WordSet};
 use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
-use crate::{iterate, precompute, row_kernel};
-use crate::{Par, WmdSolver};
+use crate::{flops, iterate, precompute, row_kernel};
+use crate::{Par, WmdSolver, Work};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -42,6 +42,11 @@ impl WmdSolver for Dense {
         true
     }
 
+    fn work(&self, problem: &WmdProblem, out: &WmdOutput, par: Par) -> Work {
+        let block = block_docs(problem.vocab(), problem.num_docs());
+        flops::dense_work(problem, out, self.threads(par), block)
+    }
+
     fn solve(
         &self,
         problem: &WmdProblem,
@@ -59,7 +64,7 @@ impl WmdSolver for Dense {
         let n = problem.num_docs();
         let vocab = problem.vocab();
         let vs = kernels.vs;
-        let block_docs = (BLOCK_BYTES / (8 * vocab)).clamp(1, MAX_BLOCK_DOCS).min(n);
+        let block_docs = block_docs(vocab, n);
         let mut dense = vec![0.0; vocab * block_docs];
         let mut v = vec![0.0; problem.nnz()];
         let mut state = DocState::new(problem, params);
@@ -142,6 +147,13 @@ impl WmdSolver for Dense {
             flops,
         })
     }
+}
+
+/// Documents per column block of the dense product.
+fn block_docs(vocab: usize, docs: usize) -> usize {
+    (BLOCK_BYTES / (8 * vocab))
+        .clamp(1, MAX_BLOCK_DOCS)
+        .min(docs)
 }
 
 /// Flops of one dense `V x v_s` by `v_s x N` product.

@@ -25,7 +25,7 @@ use crate::problem::{
 };
 use crate::row_kernel::{KernelTask, RowKernel};
 use crate::{iterate, precompute, row_kernel};
-use crate::{Par, WmdSolver};
+use crate::{Par, WmdSolver, Work};
 use parbench_common::partition::rows_balanced;
 use parbench_common::Csr;
 use rayon::prelude::*;
@@ -153,6 +153,10 @@ impl WmdSolver for DocMajorFused {
 
     fn is_parallel(&self) -> bool {
         true
+    }
+
+    fn work(&self, problem: &WmdProblem, out: &WmdOutput, par: Par) -> Work {
+        crate::flops::doc_major_work(problem, out, self.threads(par))
     }
 
     fn solve(

@@ -65,7 +65,7 @@ pub use problem::{
 };
 pub use sparse::SparseSddmmSpmm;
 
-pub use parbench_common::Par;
+pub use parbench_common::{Par, Work};
 
 /// The vector instructions the kernels run with on this CPU, as the run-time dispatch chose
 /// them: "avx512f" (the distance, exp and fused type-1 kernels on 8-lane vectors, the row
@@ -105,6 +105,21 @@ pub trait WmdSolver: Send + Sync {
     /// Whether the variant uses more than one thread when given `Par::Rayon(n)`.
     fn is_parallel(&self) -> bool {
         false
+    }
+
+    /// The work the solve that gave `out` could not avoid (see [`flops`]), for its time bound:
+    /// the word-major passes unless the variant's structure moves other bytes.
+    fn work(&self, problem: &WmdProblem, out: &WmdOutput, par: Par) -> Work {
+        flops::word_major_work(problem, out, self.threads(par))
+    }
+
+    /// The threads a solve given `par` runs on.
+    fn threads(&self, par: Par) -> usize {
+        if self.is_parallel() {
+            par.degree()
+        } else {
+            1
+        }
     }
 }
 

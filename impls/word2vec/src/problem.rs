@@ -3,6 +3,7 @@
 use crate::corpus::CorpusError;
 use crate::model::Model;
 use parbench_common::par::PoolError;
+use parbench_common::{Precision, Work};
 use thiserror::Error;
 
 /// What can be wrong with a training run's inputs.
@@ -262,5 +263,20 @@ impl TrainOutput {
             t.add(&e.traffic);
         }
         t
+    }
+
+    /// The work of the run for its time bound (see [`parbench_common::work`]): the SGNS flops
+    /// in f32; the corpus's word ids streamed once per epoch; the model rows it moved (its own
+    /// traffic counters, reads and writes) reused from a working set of both matrices.
+    pub fn work(&self, dim: usize, threads: usize) -> Work {
+        let traffic = self.total_traffic();
+        Work {
+            flops: self.flops,
+            precision: Precision::F32,
+            stream_bytes: 4.0 * self.words_processed as f64,
+            reuse_bytes: (traffic.bytes_read(dim) + traffic.bytes_written(dim)) as f64,
+            reuse_footprint_bytes: 4.0 * 2.0 * self.output_vectors.len() as f64,
+            threads,
+        }
     }
 }

@@ -1434,3 +1434,38 @@ fn a_job_across_processes_reports_the_busiest_rank_and_the_whole_jobs_counters()
     let err = job_of(3).unwrap_err();
     assert!(err.error.to_string().contains("3 ranks"), "{}", err.error);
 }
+
+#[test]
+fn every_variants_work_is_its_own_flops_and_model_traffic() {
+    let corpus = planted_corpus(6, 20, 12, 5);
+    let params = small_params();
+    for v in variants() {
+        let out = train_on(v.as_ref(), &corpus, &params, Par::threads(2));
+        let w = out.work(params.dim, 2);
+        let t = out.total_traffic();
+        let rows =
+            t.input_rows_read + t.input_rows_written + t.output_rows_read + t.output_rows_written;
+        assert_eq!(
+            w.reuse_bytes,
+            (rows * 4 * params.dim as u64) as f64,
+            "{}",
+            v.name()
+        );
+        assert!(rows > 0, "{}: no traffic counted", v.name());
+        assert_eq!(w.flops, out.flops, "{}", v.name());
+        assert_eq!(w.precision, parbench_common::Precision::F32);
+        assert_eq!(
+            w.stream_bytes,
+            4.0 * out.words_processed as f64,
+            "{}",
+            v.name()
+        );
+        // Both V x d matrices of 12 words, f32.
+        assert_eq!(
+            w.reuse_footprint_bytes,
+            (2 * 12 * params.dim * 4) as f64,
+            "{}",
+            v.name()
+        );
+    }
+}
