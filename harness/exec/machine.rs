@@ -97,6 +97,8 @@ pub fn dispatch() -> std::collections::BTreeMap<String, String> {
         ("fusedmm", fusedmm::simd_path()),
         ("word2vec", word2vec::simd_path()),
         ("lda", lda::simd_path()),
+        // The embeddings reader (parbench_common) has no run-time dispatch: SWAR on u64 words.
+        ("embeddings", "scalar"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

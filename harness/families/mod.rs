@@ -1,5 +1,6 @@
 //! Adapters from the algorithm crates to the harness's [`Family`] trait, and the registry.
 
+pub mod embeddings;
 pub mod fusedmm;
 pub mod lda;
 pub mod mock;
@@ -17,6 +18,7 @@ pub fn registry() -> Vec<Box<dyn Family>> {
         Box::new(fusedmm::apps::FusedmmAppsFamily),
         Box::new(lda::LdaFamily),
         Box::new(word2vec::Word2vecFamily),
+        Box::new(embeddings::EmbeddingsFamily),
     ]
 }
 

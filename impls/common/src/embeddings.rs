@@ -5,8 +5,10 @@
 //! are read too: the dimension is then taken from the first vector line. A path ending in `.gz`, or
 //! a file starting with the gzip magic bytes, is decompressed on the fly.
 //!
-//! Reading is one pass over the lines, O(V d) parses, keeping the vectors as one row-major `f64`
-//! array. Every error names the file, the 1-based line and what was expected there. A word that
+//! Reading is one pass over the file in blocks of whole lines, each block split into chunks that
+//! the threads of the current rayon pool parse at once (O(V d) parses in all), the chunks then
+//! added to one row-major `f64` array in file order, so the result and the first error reported
+//! are those of a line-by-line read. Every error names the file, the 1-based line and what was expected there. A word that
 //! appears twice keeps its first vector; the later lines are counted in [`ReadStats`].
 //!
 //! Writing uses Rust's shortest round-trip formatting of `f64`, so a written file reads back to
@@ -17,7 +19,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -242,6 +244,23 @@ impl Embeddings {
         })
     }
 
+    /// A seeded table of `words` words (`w0`, `w1`, ...) of dimension `dim`, components uniform
+    /// in [-1, 1) rounded to `decimals` decimals: what word2vec.c writes with six, so a file of
+    /// it has a real file's size and digits, and reads back to exactly these values.
+    pub fn random(
+        words: usize,
+        dim: usize,
+        decimals: u32,
+        seed: u64,
+    ) -> Result<Embeddings, EmbeddingsError> {
+        let mut rng = crate::Rng::new(seed);
+        let scale = 10f64.powi(decimals.min(15) as i32);
+        let vecs = (0..words.saturating_mul(dim))
+            .map(|_| ((2.0 * rng.next_f64() - 1.0) * scale).round() / scale)
+            .collect();
+        Embeddings::new((0..words).map(|w| format!("w{w}")).collect(), dim, vecs)
+    }
+
     /// Number of words.
     pub fn len(&self) -> usize {
         self.words.len()
@@ -290,14 +309,50 @@ pub fn read_word2vec_text_with_stats(
     if gzipped {
         read_word2vec_text_from(BufReader::new(MultiGzDecoder::new(file)), path)
     } else {
-        read_word2vec_text_from(file, path)
+        // The file's size bounds its values (each takes two bytes at least, a digit and a
+        // separator), so the table can be reserved once, whatever the header claims.
+        let len = file.get_ref().metadata().map_or(0, |m| m.len());
+        let blocking = Blocking {
+            values_hint: usize::try_from(len / 2).unwrap_or(0),
+            ..Blocking::FILES
+        };
+        read_in_blocks(file, path, blocking)
     }
 }
 
 /// Reads the word2vec text format from any reader; `path` is only used in error messages.
-pub fn read_word2vec_text_from<R: BufRead>(
+pub fn read_word2vec_text_from<R: BufRead + Send>(
+    reader: R,
+    path: &Path,
+) -> Result<(Embeddings, ReadStats), EmbeddingsError> {
+    read_in_blocks(reader, path, Blocking::FILES)
+}
+
+/// How the reader cuts a file into work.
+#[derive(Clone, Copy, Debug)]
+struct Blocking {
+    /// Bytes read and parsed at a time: enough to keep every thread busy, little next to the
+    /// table itself.
+    block_bytes: usize,
+    /// Bytes a thread parses at least, so a small file is not split into chunks that cost more
+    /// to hand out than to parse.
+    min_chunk_bytes: usize,
+    /// Values the table will hold at most, when the input's size says (0: unknown).
+    values_hint: usize,
+}
+
+impl Blocking {
+    const FILES: Blocking = Blocking {
+        block_bytes: 16 << 20,
+        min_chunk_bytes: 1 << 18,
+        values_hint: 0,
+    };
+}
+
+fn read_in_blocks<R: BufRead + Send>(
     mut reader: R,
     path: &Path,
+    blocking: Blocking,
 ) -> Result<(Embeddings, ReadStats), EmbeddingsError> {
     let p = || path.to_path_buf();
     let mut raw = Vec::new();
@@ -373,84 +428,85 @@ pub fn read_word2vec_text_from<R: BufRead>(
     // The header's count is the file's word, not a fact: reserve for a few thousand words at
     // most (the vectors grow as the lines come), not for whatever it announces.
     let capacity = expected_words.unwrap_or(1024).min(1 << 12);
-    let mut words: Vec<String> = Vec::with_capacity(capacity);
-    let mut vecs: Vec<f64> = Vec::with_capacity(capacity.saturating_mul(dim).min(1 << 16));
-    let mut index: HashMap<String, u32> = HashMap::with_capacity(capacity);
-    let mut stats = ReadStats {
-        had_header: header.is_some(),
-        ..ReadStats::default()
+    let mut table = Table {
+        words: Vec::with_capacity(capacity),
+        vecs: Vec::with_capacity(match expected_words {
+            // Both the header and the file's size agree it is this large.
+            Some(v) if blocking.values_hint > 0 => v.saturating_mul(dim).min(blocking.values_hint),
+            _ => capacity.saturating_mul(dim).min(1 << 16),
+        }),
+        index: HashMap::with_capacity(capacity),
+        stats: ReadStats {
+            had_header: header.is_some(),
+            ..ReadStats::default()
+        },
     };
-
-    let mut parse_vector_line = |text: &str, line: usize| -> Result<(), EmbeddingsError> {
-        let mut fields = text.split_whitespace();
-        // The caller skips blank lines, so a word is always there.
-        let Some(word) = fields.next() else {
-            return Ok(());
-        };
-        stats.lines += 1;
-        let start = vecs.len();
-        let mut found = 0usize;
-        for field in fields {
-            if found < dim {
-                let value: f64 = field.parse().map_err(|_| EmbeddingsError::BadNumber {
-                    path: p(),
-                    line,
-                    word: word.to_owned(),
-                    component: found,
-                    text: field.to_owned(),
-                })?;
-                if !value.is_finite() {
-                    return Err(EmbeddingsError::NotFinite {
-                        path: p(),
-                        line,
-                        word: word.to_owned(),
-                        component: found,
-                        text: field.to_owned(),
-                    });
-                }
-                vecs.push(value);
-            }
-            found += 1;
-        }
-        if found != dim {
-            return Err(EmbeddingsError::WrongDimension {
-                path: p(),
-                line,
-                word: word.to_owned(),
-                found,
-                dim,
-                source_of_dim,
-            });
-        }
-        if index.contains_key(word) {
-            stats.duplicate_words += 1;
-            vecs.truncate(start);
-            return Ok(());
-        }
-        let id = u32::try_from(words.len()).map_err(|_| EmbeddingsError::Shape {
-            words: words.len() + 1,
-            dim,
-            values: vecs.len(),
-        })?;
-        index.insert(word.to_owned(), id);
-        words.push(word.to_owned());
-        Ok(())
-    };
+    let shape = LineShape { dim, source_of_dim };
 
     if header.is_none() {
-        parse_vector_line(&first, 1)?;
+        table.absorb(parse_lines(first.as_bytes(), &shape), &shape, path, 1)?;
     }
-    while next_line(&mut raw, &mut line_no)? {
-        let text = std::str::from_utf8(&raw).map_err(|_| EmbeddingsError::NotUtf8 {
+    // Blocks of whole lines, each parsed by every thread of the current rayon pool while the
+    // next block is read and the chunks of the one before are added to the table (reading and
+    // the table are one thread's work each, and would otherwise leave the others idle).
+    let read_block = |reader: &mut R, buf: &mut Vec<u8>| -> io::Result<bool> {
+        let before = buf.len();
+        reader.take(blocking.block_bytes as u64).read_to_end(buf)?;
+        Ok(buf.len() == before)
+    };
+    let read_error = |line: usize| {
+        move |source| EmbeddingsError::ReadLine {
             path: p(),
-            line: line_no,
-        })?;
-        // Blank lines (an extra newline at the end, say) are not vector lines and are skipped.
-        if text.trim().is_empty() {
-            continue;
+            line,
+            source,
         }
-        parse_vector_line(text, line_no)?;
+    };
+    let mut ready: Vec<u8> = Vec::new();
+    let mut eof = read_block(&mut reader, &mut ready).map_err(read_error(line_no + 1))?;
+    let mut pending: (Vec<ParsedChunk>, usize) = (Vec::new(), line_no + 1);
+    loop {
+        let end = if eof {
+            ready.len()
+        } else {
+            match memrchr_newline(&ready) {
+                Some(i) => i + 1,
+                None => {
+                    // A line longer than a block: read on.
+                    eof = read_block(&mut reader, &mut ready).map_err(read_error(line_no + 1))?;
+                    continue;
+                }
+            }
+        };
+        // The partial last line starts the next block.
+        let mut next = ready[end..].to_vec();
+        ready.truncate(end);
+        let (chunks, first_line) = std::mem::take(&mut pending);
+        let last = eof;
+        let ((read, parsed), added) = rayon::join(
+            || {
+                rayon::join(
+                    || (!last).then(|| read_block(&mut reader, &mut next)),
+                    || parse_block(&ready, &shape, blocking.min_chunk_bytes),
+                )
+            },
+            || table.absorb_all(chunks, &shape, path, first_line),
+        );
+        added?;
+        pending = (parsed, line_no + 1);
+        line_no += pending.0.iter().map(|c| c.lines).sum::<usize>();
+        match read {
+            None => break,
+            Some(read) => eof = read.map_err(read_error(line_no + 1))?,
+        }
+        ready = next;
     }
+    table.absorb_all(pending.0, &shape, path, pending.1)?;
+    let Table {
+        words,
+        vecs,
+        index,
+        stats,
+    } = table;
     if let Some(expected) = expected_words {
         if stats.lines != expected {
             return Err(EmbeddingsError::CountMismatch {
@@ -469,6 +525,495 @@ pub fn read_word2vec_text_from<R: BufRead>(
         },
         stats,
     ))
+}
+
+/// What every vector line must have.
+struct LineShape {
+    dim: usize,
+    source_of_dim: &'static str,
+}
+
+/// The vector lines of one chunk, in order: each word's text (as offsets into `text`) and its
+/// `dim` values, and the first error, after which the chunk was not parsed further.
+struct ParsedChunk {
+    /// Physical lines of the chunk (blank ones included), for the line numbers after it.
+    lines: usize,
+    /// The words, one after another.
+    text: String,
+    /// End of each word in `text`.
+    word_ends: Vec<usize>,
+    vecs: Vec<f64>,
+    error: Option<LineError>,
+}
+
+/// A bad line, before the file's path is known to it.
+struct LineError {
+    /// 0-based index of the line in its chunk.
+    line: usize,
+    kind: LineErrorKind,
+}
+
+enum LineErrorKind {
+    NotUtf8,
+    WrongDimension {
+        word: String,
+        found: usize,
+    },
+    BadNumber {
+        word: String,
+        component: usize,
+        text: String,
+    },
+    NotFinite {
+        word: String,
+        component: usize,
+        text: String,
+    },
+}
+
+impl LineError {
+    /// The error, in a chunk whose first line has the 1-based number `first_line`.
+    fn into_error(self, path: &Path, shape: &LineShape, first_line: usize) -> EmbeddingsError {
+        let path = path.to_path_buf();
+        let line = first_line + self.line;
+        match self.kind {
+            LineErrorKind::NotUtf8 => EmbeddingsError::NotUtf8 { path, line },
+            LineErrorKind::WrongDimension { word, found } => EmbeddingsError::WrongDimension {
+                path,
+                line,
+                word,
+                found,
+                dim: shape.dim,
+                source_of_dim: shape.source_of_dim,
+            },
+            LineErrorKind::BadNumber {
+                word,
+                component,
+                text,
+            } => EmbeddingsError::BadNumber {
+                path,
+                line,
+                word,
+                component,
+                text,
+            },
+            LineErrorKind::NotFinite {
+                word,
+                component,
+                text,
+            } => EmbeddingsError::NotFinite {
+                path,
+                line,
+                word,
+                component,
+                text,
+            },
+        }
+    }
+}
+
+/// The table as it grows, chunk after chunk.
+struct Table {
+    words: Vec<String>,
+    vecs: Vec<f64>,
+    index: HashMap<String, u32>,
+    stats: ReadStats,
+}
+
+impl Table {
+    /// [`Table::absorb`] of consecutive chunks, the first starting at line `first_line`.
+    fn absorb_all(
+        &mut self,
+        chunks: Vec<ParsedChunk>,
+        shape: &LineShape,
+        path: &Path,
+        mut first_line: usize,
+    ) -> Result<(), EmbeddingsError> {
+        for chunk in chunks {
+            let lines = chunk.lines;
+            self.absorb(chunk, shape, path, first_line)?;
+            first_line += lines;
+        }
+        Ok(())
+    }
+
+    /// Adds a chunk's vector lines in order (a word seen before keeps its first vector), then
+    /// fails with the chunk's error if it had one; `first_line` is the chunk's first line number.
+    fn absorb(
+        &mut self,
+        chunk: ParsedChunk,
+        shape: &LineShape,
+        path: &Path,
+        first_line: usize,
+    ) -> Result<(), EmbeddingsError> {
+        let dim = shape.dim;
+        let mut start = 0;
+        for (i, &end) in chunk.word_ends.iter().enumerate() {
+            let word = &chunk.text[start..end];
+            start = end;
+            self.stats.lines += 1;
+            if self.index.contains_key(word) {
+                self.stats.duplicate_words += 1;
+                continue;
+            }
+            let id = u32::try_from(self.words.len()).map_err(|_| EmbeddingsError::Shape {
+                words: self.words.len() + 1,
+                dim,
+                values: self.vecs.len(),
+            })?;
+            self.index.insert(word.to_owned(), id);
+            self.words.push(word.to_owned());
+            self.vecs
+                .extend_from_slice(&chunk.vecs[i * dim..(i + 1) * dim]);
+        }
+        match chunk.error {
+            Some(e) => Err(e.into_error(path, shape, first_line)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The position of the last newline of `bytes`.
+fn memrchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|&b| b == b'\n')
+}
+
+/// Splits a block of whole lines into chunks of about equal size at line ends and parses them
+/// in parallel on the current rayon pool.
+fn parse_block(block: &[u8], shape: &LineShape, min_chunk_bytes: usize) -> Vec<ParsedChunk> {
+    use rayon::prelude::*;
+    let parts =
+        (block.len() / min_chunk_bytes.max(1)).clamp(1, 4 * rayon::current_num_threads().max(1));
+    let target = block.len().div_ceil(parts).max(1);
+    let mut chunks: Vec<&[u8]> = Vec::with_capacity(parts);
+    let mut rest = block;
+    while !rest.is_empty() {
+        let cut = if rest.len() <= target {
+            rest.len()
+        } else {
+            rest[target..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(rest.len(), |i| target + i + 1)
+        };
+        let (chunk, tail) = rest.split_at(cut);
+        chunks.push(chunk);
+        rest = tail;
+    }
+    if chunks.len() == 1 {
+        return vec![parse_lines(chunks[0], shape)];
+    }
+    chunks.par_iter().map(|c| parse_lines(c, shape)).collect()
+}
+
+/// Parses whole lines (the last one may lack its newline), stopping at the first bad one.
+fn parse_lines(bytes: &[u8], shape: &LineShape) -> ParsedChunk {
+    let mut out = ParsedChunk {
+        lines: 0,
+        text: String::new(),
+        word_ends: Vec::new(),
+        // At most one value per two bytes; pages of the reserve never written cost nothing.
+        vecs: Vec::with_capacity(bytes.len() / 2 + 1),
+        error: None,
+    };
+    let fail = |out: &mut ParsedChunk, kind| {
+        // The bad line's values so far are not the table's.
+        out.vecs.truncate(out.word_ends.len() * shape.dim);
+        out.error = Some(LineError {
+            line: out.lines,
+            kind,
+        });
+        out.lines += 1;
+    };
+    match std::str::from_utf8(bytes) {
+        // Nearly every file: one scan of the bytes, lines and numbers found as it goes.
+        Ok(text) if text.is_ascii() => {
+            let mut at = 0;
+            while at < text.len() {
+                match parse_ascii_line(text, at, shape, &mut out) {
+                    Ok(next) => {
+                        out.lines += 1;
+                        at = next;
+                    }
+                    Err(kind) => {
+                        fail(&mut out, kind);
+                        break;
+                    }
+                }
+            }
+        }
+        _ => {
+            for raw in bytes.split_inclusive(|&b| b == b'\n') {
+                let parsed = std::str::from_utf8(raw)
+                    .map_err(|_| LineErrorKind::NotUtf8)
+                    .and_then(|text| parse_fields(text.split_whitespace(), shape, &mut out));
+                if let Err(kind) = parsed {
+                    fail(&mut out, kind);
+                    break;
+                }
+                out.lines += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Whether `c` is one of the ASCII characters `split_whitespace` splits at, the line's end
+/// aside.
+#[inline(always)]
+fn is_blank(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | 0x0b | 0x0c | b'\r')
+}
+
+/// Parses the ASCII line starting at `text[start]` into `out` (a blank line adds nothing), as
+/// [`parse_fields`] would its `split_whitespace` fields, in one pass over its bytes with each
+/// number scanned where it stands: the hot loop of reading a file. Returns where the next line
+/// starts.
+fn parse_ascii_line(
+    text: &str,
+    start: usize,
+    shape: &LineShape,
+    out: &mut ParsedChunk,
+) -> Result<usize, LineErrorKind> {
+    let b = text.as_bytes();
+    let skip_blanks = |mut i: usize| {
+        while i < b.len() && is_blank(b[i]) {
+            i += 1;
+        }
+        i
+    };
+    let field_end = |mut i: usize| {
+        while i < b.len() && !is_blank(b[i]) && b[i] != b'\n' {
+            i += 1;
+        }
+        i
+    };
+    let line_end = |i: usize| if i < b.len() { i + 1 } else { i };
+    let word_start = skip_blanks(start);
+    if word_start == b.len() || b[word_start] == b'\n' {
+        return Ok(line_end(word_start));
+    }
+    let mut i = field_end(word_start);
+    let word = &text[word_start..i];
+    let mut found = 0usize;
+    loop {
+        let at = skip_blanks(i);
+        if at == b.len() || b[at] == b'\n' {
+            finish_line(word, found, shape, out)?;
+            return Ok(line_end(at));
+        }
+        let fast = match scan_decimal(b, at) {
+            Some((value, end)) if end == b.len() || is_blank(b[end]) || b[end] == b'\n' => {
+                Some((value, end))
+            }
+            _ => None,
+        };
+        i = match fast {
+            // Finite by construction (at most 2^53 times 10^22), so nothing waits on the
+            // division to decide what comes next.
+            Some((value, end)) => {
+                if found < shape.dim {
+                    out.vecs.push(value);
+                }
+                end
+            }
+            None => {
+                let end = field_end(at);
+                if found < shape.dim {
+                    let field = &text[at..end];
+                    let value = checked_number(field, word, found)?;
+                    out.vecs.push(value);
+                }
+                end
+            }
+        };
+        found += 1;
+    }
+}
+
+/// Parses a line's fields (the word, then the numbers) into `out`.
+fn parse_fields<'a>(
+    mut fields: impl Iterator<Item = &'a str>,
+    shape: &LineShape,
+    out: &mut ParsedChunk,
+) -> Result<(), LineErrorKind> {
+    let Some(word) = fields.next() else {
+        return Ok(());
+    };
+    let mut found = 0usize;
+    for field in fields {
+        if found < shape.dim {
+            let value = checked_number(field, word, found)?;
+            out.vecs.push(value);
+        }
+        found += 1;
+    }
+    finish_line(word, found, shape, out)
+}
+
+/// Component `component` of `word`'s line as [`parse_number`] reads it, or why it cannot be one:
+/// not a number, or not finite.
+fn checked_number(field: &str, word: &str, component: usize) -> Result<f64, LineErrorKind> {
+    match parse_number(field) {
+        Some(v) if v.is_finite() => Ok(v),
+        Some(_) => Err(LineErrorKind::NotFinite {
+            word: word.to_owned(),
+            component,
+            text: field.to_owned(),
+        }),
+        None => Err(LineErrorKind::BadNumber {
+            word: word.to_owned(),
+            component,
+            text: field.to_owned(),
+        }),
+    }
+}
+
+/// Checks a line's count of numbers and records its word.
+fn finish_line(
+    word: &str,
+    found: usize,
+    shape: &LineShape,
+    out: &mut ParsedChunk,
+) -> Result<(), LineErrorKind> {
+    if found != shape.dim {
+        return Err(LineErrorKind::WrongDimension {
+            word: word.to_owned(),
+            found,
+        });
+    }
+    out.text.push_str(word);
+    out.word_ends.push(out.text.len());
+    Ok(())
+}
+
+/// Powers of ten that are exact in an f64.
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A number as `str::parse::<f64>` reads it, the same value bit for bit. The plain decimals
+/// embedding files hold (`-0.123456`, `1.5e-3`) take Clinger's fast path ([`scan_decimal`]);
+/// everything else (more digits, larger exponents, `inf`, `nan`, malformed text) goes to the
+/// standard parser, which also decides what is an error.
+fn parse_number(text: &str) -> Option<f64> {
+    match scan_decimal(text.as_bytes(), 0) {
+        Some((value, end)) if end == text.len() => Some(value),
+        _ => text.parse().ok(),
+    }
+}
+
+/// The decimal number starting at `b[i]`, and where it ends, when Clinger's fast path gives it
+/// exactly: at most 19 digits making a mantissa of at most 2^53, and a power of ten of at most
+/// 22, both exact in an f64, so one multiplication or division is correctly rounded. `None`
+/// where the fast path does not apply (the caller then asks the standard parser).
+#[inline(always)]
+fn scan_decimal(b: &[u8], mut i: usize) -> Option<(f64, usize)> {
+    let first = *b.get(i)?;
+    let negative = first == b'-';
+    i += usize::from(negative || first == b'+');
+    let (mut mantissa, mut digits) = (0u64, 0usize);
+    i = take_digits(b, i, &mut mantissa, &mut digits)?;
+    let mut scale: i32 = 0;
+    if b.get(i) == Some(&b'.') {
+        let before = digits;
+        i = take_digits(b, i + 1, &mut mantissa, &mut digits)?;
+        scale = -((digits - before) as i32);
+    }
+    // No digit at all is the standard parser's to refuse.
+    if digits == 0 {
+        return None;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        let sign = *b.get(i)?;
+        let exp_negative = sign == b'-';
+        i += usize::from(exp_negative || sign == b'+');
+        let start = i;
+        let mut exp: i32 = 0;
+        while i < b.len() && b[i].is_ascii_digit() && i - start < 3 {
+            exp = exp * 10 + i32::from(b[i] - b'0');
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        scale += if exp_negative { -exp } else { exp };
+    }
+    let power = *EXACT_POWERS_OF_TEN.get(scale.unsigned_abs() as usize)?;
+    if mantissa > 1 << 53 {
+        return None;
+    }
+    let m = mantissa as f64;
+    let value = if scale < 0 { m / power } else { m * power };
+    Some((if negative { -value } else { value }, i))
+}
+
+/// Appends the run of digits at `b[i..]` to `mantissa`, eight at a time, and returns where the
+/// run ends; `None` past 19 digits in all (the mantissa could then overflow).
+#[inline(always)]
+fn take_digits(b: &[u8], mut i: usize, mantissa: &mut u64, digits: &mut usize) -> Option<usize> {
+    loop {
+        let (value, count) = match b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+            Some(word) => eight_digits(u64::from_le_bytes(word)),
+            None => {
+                // The last few bytes of the text, one at a time.
+                let (mut value, mut count) = (0u64, 0usize);
+                while i + count < b.len() && b[i + count].is_ascii_digit() {
+                    value = value * 10 + u64::from(b[i + count] - b'0');
+                    count += 1;
+                }
+                (value, count)
+            }
+        };
+        *digits += count;
+        if *digits > 19 {
+            return None;
+        }
+        *mantissa = *mantissa * POWERS_OF_TEN_U64[count] + value;
+        i += count;
+        if count < 8 {
+            return Some(i);
+        }
+    }
+}
+
+/// 10^k for k in 0..=8.
+const POWERS_OF_TEN_U64: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The digits leading eight bytes read as a little-endian word (the first byte lowest), and how
+/// many there are: branch-free, as the word is tested and converted whole (SWAR).
+#[inline(always)]
+fn eight_digits(word: u64) -> (u64, usize) {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // A byte's top bit is set below '0' (the subtraction wraps) or above '9' (adding 0x46
+    // reaches 0x80); bytes after the first such one may be disturbed by borrows and carries,
+    // and do not matter.
+    let offset = word.wrapping_sub(ZEROS);
+    let non_digit = (word.wrapping_add(0x4646_4646_4646_4646) | offset) & 0x8080_8080_8080_8080;
+    let count = (non_digit.trailing_zeros() / 8) as usize;
+    if count == 0 {
+        return (0, 0);
+    }
+    // The digits moved to the top bytes, zeros below: the eight-digit number they make.
+    let v = offset << (8 * (8 - count));
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let v = ((v & 0x0000_00FF_0000_00FF)
+        .wrapping_mul(100 + (1_000_000 << 32))
+        .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32))))
+        >> 32;
+    (v, count)
 }
 
 /// Writes `embeddings` in word2vec text format (with header), gzip-compressed when `path` ends in
@@ -510,6 +1055,201 @@ mod tests {
 
     fn parse(text: &str) -> Result<(Embeddings, ReadStats), EmbeddingsError> {
         read_word2vec_text_from(text.as_bytes(), Path::new("vecs.txt"))
+    }
+
+    /// Read in tiny blocks and chunks, so every line boundary case of the parallel reader comes
+    /// up: lines longer than a block, chunks of one line, errors and duplicates in later chunks.
+    fn parse_in_pieces(
+        text: &str,
+        block_bytes: usize,
+        min_chunk_bytes: usize,
+    ) -> Result<(Embeddings, ReadStats), EmbeddingsError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            read_in_blocks(
+                text.as_bytes(),
+                Path::new("vecs.txt"),
+                Blocking {
+                    block_bytes,
+                    min_chunk_bytes,
+                    values_hint: 0,
+                },
+            )
+        })
+    }
+
+    /// A file of `n` words of dimension 3 (word `w7` twice when `duplicate`), with blank lines.
+    fn file(n: usize, duplicate: bool) -> String {
+        let mut text = format!("{} 3\n", n + usize::from(duplicate));
+        for i in 0..n {
+            text.push_str(&format!("w{i} {i}.5 -{i} 0.125\n"));
+            if i % 5 == 4 {
+                text.push('\n');
+            }
+            if duplicate && i == 40 {
+                text.push_str("w7 9 9 9\n");
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn reading_in_pieces_gives_what_one_pass_gives() {
+        for duplicate in [false, true] {
+            let text = file(60, duplicate);
+            let whole = parse(&text).unwrap();
+            assert_eq!(whole.0.len(), 60);
+            assert_eq!(whole.1.duplicate_words, usize::from(duplicate));
+            assert_eq!(whole.0.get("w7").unwrap(), &[7.5, -7.0, 0.125]);
+            for (block, chunk) in [(7, 1), (64, 1), (64, 30), (300, 20), (10_000, 1)] {
+                assert_eq!(
+                    parse_in_pieces(&text, block, chunk).unwrap(),
+                    whole,
+                    "{block} {chunk}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn errors_in_later_chunks_name_their_own_line_and_the_first_one_wins() {
+        let mut lines: Vec<String> = file(50, false).lines().map(String::from).collect();
+        // Line 31 (the 30th vector line counting blanks) and line 45 are bad.
+        lines[30] = "bad 1 x 2".to_string();
+        lines[44] = "short 1".to_string();
+        let text = lines.join("\n") + "\n";
+        for (block, chunk) in [(10_000, 1_000_000), (50, 1), (500, 16)] {
+            let err = parse_in_pieces(&text, block, chunk)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("vecs.txt:31: component 1 of word \"bad\""),
+                "{err}"
+            );
+        }
+        lines[30] = "fine 1 2 3".to_string();
+        let text = lines.join("\n") + "\n";
+        let err = parse_in_pieces(&text, 50, 1).unwrap_err().to_string();
+        assert!(
+            err.starts_with("vecs.txt:45: word \"short\" has 1 numbers, expected 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn numbers_read_bit_for_bit_as_the_standard_parser_reads_them() {
+        let cases = [
+            "0",
+            "-0",
+            "+0",
+            "0.5",
+            "-0.123456",
+            "1",
+            "12345678901234567",
+            "123456789012345678",
+            "1234567890123456789",
+            "12345678901234567890",
+            "9007199254740993",
+            "0.1",
+            "0.3",
+            "3.14159265358979",
+            "1e22",
+            "1e23",
+            "1.5e-3",
+            "1E5",
+            "2e+2",
+            "-7.25e-22",
+            "1e-23",
+            "00012.50",
+            ".5",
+            "5.",
+            "-.5",
+            "0.000000000000000000001",
+            "1e400",
+            "1e-400",
+            "inf",
+            "-inf",
+            "NaN",
+            "nan",
+            "",
+            "-",
+            ".",
+            "e5",
+            "1e",
+            "1e+",
+            "1.2.3",
+            "1-2",
+            "0x10",
+            "1,5",
+            "--1",
+            "1e1000000000",
+            "4.9e-324",
+            "1.7976931348623157e308",
+        ];
+        for text in cases {
+            let want = text.parse::<f64>().ok();
+            let got = parse_number(text);
+            assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{text:?}");
+        }
+        // Every 6-decimal value word2vec.c writes in [-2, 2], and shortest round-trip ones.
+        let mut rng = crate::Rng::new(5);
+        for _ in 0..100_000 {
+            let x = 4.0 * rng.next_f64() - 2.0;
+            for text in [
+                format!("{x:.6}"),
+                format!("{x}"),
+                format!("{x:e}"),
+                format!("{:.3}", x * 1e-5),
+            ] {
+                assert_eq!(
+                    parse_number(&text).map(f64::to_bits),
+                    Some(text.parse::<f64>().unwrap().to_bits()),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_random_table_is_seeded_rounded_and_reads_back_exactly() {
+        let a = Embeddings::random(50, 7, 6, 3).unwrap();
+        assert_eq!(a, Embeddings::random(50, 7, 6, 3).unwrap());
+        assert_ne!(a.vecs, Embeddings::random(50, 7, 6, 4).unwrap().vecs);
+        assert!(a.vecs.iter().all(|x| (-1.0..=1.0).contains(x)));
+        assert!(a.vecs.iter().all(|x| ((x * 1e6).round() / 1e6) == *x));
+        let mut text = Vec::new();
+        write_word2vec_text_to(&mut text, &a).unwrap();
+        let (back, _) = read_word2vec_text_from(&text[..], Path::new("r.txt")).unwrap();
+        assert_eq!(back, a);
+    }
+
+    #[test]
+    fn eight_digits_at_a_time_read_every_run_length() {
+        for text in [
+            "12345678", "1234567x", "0000001 ", "9", "98765432", " 1234567", "0.", "07.55555",
+        ] {
+            let mut word = [b' '; 8];
+            word[..text.len()].copy_from_slice(text.as_bytes());
+            let run: String = text.chars().take_while(char::is_ascii_digit).collect();
+            let want = run.parse::<u64>().unwrap_or(0);
+            assert_eq!(
+                eight_digits(u64::from_le_bytes(word)),
+                (want, run.len()),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_longer_than_a_block_and_a_last_line_without_newline_are_read() {
+        let long: String = (0..200).map(|i| format!(" {i}")).collect();
+        let text = format!("2 200\nlong{long}\nlast{long}");
+        let (e, _) = parse_in_pieces(&text, 16, 1).unwrap();
+        assert_eq!(e.len(), 2);
+        assert_eq!(e.get("last").unwrap()[199], 199.0);
     }
 
     fn tempdir() -> PathBuf {

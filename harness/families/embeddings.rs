@@ -1,0 +1,178 @@
+//! Loading word vectors: the first stage of every Sinkhorn-WMD query a user runs, and at the
+//! paper's shape (100,000 words of dimension 300) a larger cost than the solve it feeds.
+//!
+//! A point writes a seeded table in word2vec's text format (values with `decimals` decimals,
+//! as word2vec.c's `%lf` gives six) to a temporary file, plain and gzip-compressed, and the
+//! variants read it with `threads` threads:
+//! - `text`: the plain file, parsed in blocks whose chunks every thread parses at once;
+//! - `text-gz`: the compressed one, decompressed on one thread and parsed the same way.
+//!
+//! Every run checks that it read back exactly the table written. Metrics: `gb_per_s` (bytes of
+//! text per second, the compressed variant's counted as its text), `file_bytes` (the plain
+//! file), `words`, `dim`; the work is the text streamed once and the table written once.
+
+use crate::exec::bound::work_metrics;
+use crate::families::params::{positive, PointIssue};
+use crate::family::{Measurement, PreparedInput, TypedFamily};
+use anyhow::{anyhow, bail, Context, Result};
+use parbench_common::embeddings::{read_word2vec_text_with_stats, write_word2vec_text, Embeddings};
+use parbench_common::par::PoolError;
+use parbench_common::{Precision, Work};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub struct EmbeddingsFamily;
+
+/// The variants, in the order the tables list them.
+const VARIANTS: [&str; 2] = ["text", "text-gz"];
+
+crate::point_params! {
+    /// A table of word vectors to write and read back.
+    pub struct EmbeddingsPoint {
+        /// words in the table
+        words: usize = 100_000,
+        /// dimension of every vector
+        dim: usize = 300,
+        /// decimals every component is written with (word2vec.c writes 6)
+        decimals: usize = 6,
+    }
+}
+
+/// The written files, removed when the point is done with them.
+struct WrittenTable {
+    table: Embeddings,
+    dir: PathBuf,
+    plain: PathBuf,
+    gzip: PathBuf,
+    plain_bytes: u64,
+}
+
+impl Drop for WrittenTable {
+    fn drop(&mut self) {
+        // Best effort: a temporary directory left behind is the system's to clean.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl TypedFamily for EmbeddingsFamily {
+    type Point = EmbeddingsPoint;
+    const NAME: &'static str = "embeddings";
+
+    fn variants(&self) -> Vec<&'static str> {
+        VARIANTS.to_vec()
+    }
+
+    // Exact: the sizes, and the work they make.
+    fn exact_metrics(&self) -> &'static [&'static str] {
+        &["file_bytes", "words", "dim", "work_*"]
+    }
+
+    fn check(&self, point: &EmbeddingsPoint, _variants: &[String]) -> Vec<PointIssue> {
+        let mut issues = Vec::new();
+        positive(&mut issues, "words", point.words);
+        positive(&mut issues, "dim", point.dim);
+        if point.decimals > 15 {
+            issues.push(PointIssue::new(
+                &["decimals"],
+                format!(
+                    "`decimals` is {}, more than an f64 holds (15)",
+                    point.decimals
+                ),
+                "write at most 15 decimals",
+            ));
+        }
+        issues
+    }
+
+    fn prepare(
+        &self,
+        point: &EmbeddingsPoint,
+        dataset: Option<&Path>,
+        seed: u64,
+    ) -> Result<PreparedInput> {
+        if let Some(path) = dataset {
+            bail!(
+                "the embeddings family writes its own seeded files; it reads no dataset (got {})",
+                path.display()
+            );
+        }
+        let table = Embeddings::random(point.words, point.dim, point.decimals as u32, seed)
+            .context("generating the table")?;
+        let dir = std::env::temp_dir().join(format!(
+            "parbench-embeddings-{}-{seed}-{}x{}",
+            std::process::id(),
+            point.words,
+            point.dim
+        ));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut written = WrittenTable {
+            table,
+            plain: dir.join("vectors.txt"),
+            gzip: dir.join("vectors.txt.gz"),
+            dir,
+            plain_bytes: 0,
+        };
+        write_word2vec_text(&written.plain, &written.table)?;
+        write_word2vec_text(&written.gzip, &written.table)?;
+        written.plain_bytes = std::fs::metadata(&written.plain)
+            .with_context(|| format!("reading the size of {}", written.plain.display()))?
+            .len();
+        Ok(Box::new(written))
+    }
+
+    fn run(
+        &self,
+        variant: &str,
+        input: &PreparedInput,
+        point: &EmbeddingsPoint,
+        threads: usize,
+    ) -> Result<Measurement> {
+        let written = input
+            .downcast_ref::<WrittenTable>()
+            .ok_or_else(|| anyhow!("internal: the prepared input is not a written table"))?;
+        let path = match variant {
+            "text" => &written.plain,
+            "text-gz" => &written.gzip,
+            other => bail!("unknown embeddings variant {other}"),
+        };
+        // Its own pool even for one thread: the reader parses in the pool it is called from.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()
+            .map_err(|e| PoolError::refused(threads.max(1), e))?;
+        let start = Instant::now();
+        let (table, _) = pool.install(|| read_word2vec_text_with_stats(path))?;
+        let wall = start.elapsed().as_secs_f64();
+        if table != written.table {
+            bail!(
+                "{variant} read {} back as another table than was written",
+                path.display()
+            );
+        }
+        let text_bytes = written.plain_bytes as f64;
+        let table_bytes = 8.0 * (point.words * point.dim) as f64;
+        let work = Work {
+            flops: 0.0,
+            precision: Precision::F64,
+            stream_bytes: text_bytes + table_bytes,
+            reuse_bytes: 0.0,
+            reuse_footprint_bytes: 0.0,
+            threads: threads.max(1),
+        };
+        let mut metrics = BTreeMap::from([
+            ("gb_per_s".to_string(), text_bytes / wall / 1e9),
+            ("file_bytes".to_string(), text_bytes),
+            ("words".to_string(), point.words as f64),
+            ("dim".to_string(), point.dim as f64),
+        ]);
+        metrics.extend(work_metrics(&work));
+        Ok(Measurement {
+            wall_time_s: wall,
+            phases_s: BTreeMap::from([("read".to_string(), wall)]),
+            metrics,
+            output: table.vecs,
+            trace: Vec::new(),
+        })
+    }
+}
