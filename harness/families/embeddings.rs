@@ -99,8 +99,12 @@ impl TypedFamily for EmbeddingsFamily {
         }
         let table = Embeddings::random(point.words, point.dim, point.decimals as u32, seed)
             .context("generating the table")?;
+        // One directory per prepared point: a point prepared while another's files still
+        // exist never shares them (each is removed with its point).
+        static PREPARED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = PREPARED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!(
-            "parbench-embeddings-{}-{seed}-{}x{}",
+            "parbench-embeddings-{}-{n}-{}x{}",
             std::process::id(),
             point.words,
             point.dim

@@ -173,3 +173,17 @@ fn fusedmm_application_rows_carry_the_bound_of_their_sparse_calls() {
     assert!(shifted.metrics["work_stream_bytes"] > serial.metrics["work_stream_bytes"]);
     assert_eq!(shifted.metrics["work_threads"], 4.0);
 }
+
+#[test]
+fn embeddings_rows_read_back_the_table_and_carry_the_bound_of_their_text() {
+    let params = "  words: 300\n  dim: 12\n  decimals: 6";
+    let rows = run("b_embeddings", "embeddings", params, &["text", "text-gz"]);
+    assert_bounded(&rows, "work_stream_bytes");
+    for r in &rows {
+        // The text streamed once and the table (300 x 12 f64) written once; no flops.
+        let file = r.metrics["file_bytes"];
+        assert_eq!(r.metrics["work_stream_bytes"], file + 8.0 * 300.0 * 12.0);
+        assert_eq!(r.metrics["work_flops_f64"], 0.0);
+        assert_eq!(r.metrics["gb_per_s"], file / r.wall_time_s / 1e9);
+    }
+}
