@@ -16,8 +16,7 @@ use crate::families::params::{positive, PointIssue};
 use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use parbench_common::embeddings::{read_word2vec_text_with_stats, write_word2vec_text, Embeddings};
-use parbench_common::par::PoolError;
-use parbench_common::{Precision, Work};
+use parbench_common::{Par, Precision, Work};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -140,11 +139,11 @@ impl TypedFamily for EmbeddingsFamily {
             "text-gz" => &written.gzip,
             other => bail!("unknown embeddings variant {other}"),
         };
-        // Its own pool even for one thread: the reader parses in the pool it is called from.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .build()
-            .map_err(|e| PoolError::refused(threads.max(1), e))?;
+        // A pool even for one thread (`Par::Rayon(1)`, not `Par::Seq`): the reader parses in
+        // the pool it is called from, which would otherwise be the global one.
+        let pool = Par::Rayon(threads.max(1))
+            .pool()?
+            .ok_or_else(|| anyhow!("internal: a rayon setting gave no pool"))?;
         let start = Instant::now();
         let (table, _) = pool.install(|| read_word2vec_text_with_stats(path))?;
         let wall = start.elapsed().as_secs_f64();

@@ -41,7 +41,7 @@
 //! also starts `ranks` threads and moves the words the cost model states.
 
 use crate::exec::bound::work_metrics;
-use crate::families::fusedmm::grid_issues;
+use crate::families::fusedmm::{grid_issues, with_words_sent};
 use crate::families::params::{positive, Choice, PointIssue};
 use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, Context, Result};
@@ -217,8 +217,8 @@ fn gat_input(point: &FusedmmAppsPoint, seed: u64) -> Result<AppInput> {
 fn sparse_work(calls: &[(Kernel, &KernelTimes)], shape: KernelShape, threads: usize) -> Work {
     let mut work = Work::none(threads);
     for &(kernel, t) in calls {
-        work = work.then(&kernel_work(kernel, shape, true, threads).times(t.calls as f64));
-        work.stream_bytes += 16.0 * t.words_sent as f64;
+        let run = kernel_work(kernel, shape, true, threads).times(t.calls as f64);
+        work = with_words_sent(work.then(&run), t.words_sent);
     }
     work
 }

@@ -469,10 +469,14 @@ fn distributed_work(
 ) -> parbench_common::Work {
     let fused = strategy == Strategy::LocalKernelFusion;
     let kernels = kernel_work(kernel, kernel_shape(problem), fused, threads);
-    let words: u64 = words_sent_per_rank.iter().sum();
+    with_words_sent(kernels, words_sent_per_rank.iter().sum())
+}
+
+/// `work` and `words` sent between ranks, each copied out of one buffer and into another.
+pub(crate) fn with_words_sent(work: parbench_common::Work, words: u64) -> parbench_common::Work {
     parbench_common::Work {
-        stream_bytes: kernels.stream_bytes + 16.0 * words as f64,
-        ..kernels
+        stream_bytes: work.stream_bytes + 16.0 * words as f64,
+        ..work
     }
 }
 

@@ -100,8 +100,10 @@ struct Shape {
 
 impl Shape {
     fn of(problem: &WmdProblem) -> Shape {
-        let indptr = problem.docs_by_word().indptr();
-        let words = indptr.windows(2).filter(|w| w[1] > w[0]).count() as f64;
+        // The words the sparse variants select, by the rule that selects them.
+        let words = crate::precompute::WordSet::used(problem.docs_by_word())
+            .words
+            .len() as f64;
         let vs = problem.query().len() as f64;
         let docs = problem.num_docs() as f64;
         Shape {
