@@ -359,3 +359,27 @@ fn every_registered_variant_is_counted_and_timed_by_a_gate_workload() {
     }
     assert!(missing.is_empty(), "not gated:\n{}", missing.join("\n"));
 }
+
+/// Every timed gate workload runs at least two variants, so each entry has a same-run ratio: a
+/// variant alone at its point is judged by its time per calibration alone, which moved 1.6x
+/// between unchanged runs on CI's shared host (a memory-bound variant; the calibration stays in
+/// L2) and raised a false alarm in the drill at 1.5x.
+#[test]
+fn every_timed_gate_workload_gives_each_variant_a_same_run_partner() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/gate");
+    let files = parbench::exec::gate::experiment_files(&[dir]).expect("gate workloads");
+    let alone: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let config = parbench::experiment::config::load(file, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            (config.gate.untimed.is_none() && config.variants.len() < 2)
+                .then(|| format!("{}: variants {:?}", file.display(), config.variants))
+        })
+        .collect();
+    assert!(
+        alone.is_empty(),
+        "timed gate workloads with one variant:\n{}",
+        alone.join("\n")
+    );
+}
