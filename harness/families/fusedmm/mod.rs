@@ -655,12 +655,12 @@ impl FusedmmFamily {
             flops(kernel, problem.nnz(), problem.r()),
         );
         let (alg, strategy) = match fusedmm::variant(variant) {
-            Some(Variant::Local { fused }) => {
+            Some(Variant::Local { fused, codegen }) => {
                 // One process's kernel: under MPI rank 0 runs it and the others wait.
                 if !backend.is_root() {
                     return Ok(None);
                 }
-                let (out, wall) = local::timed_local_kernel(problem, kernel, fused, par)?;
+                let (out, wall) = local::timed_local_kernel(problem, kernel, fused, codegen, par)?;
                 metrics.insert("gflop_per_s".to_string(), gflops(kernel, problem, wall));
                 let work = kernel_work(kernel, kernel_shape(problem), fused, par.degree());
                 metrics.extend(work_metrics(&work));

@@ -100,7 +100,7 @@ pub use dense_shift::DenseShift15;
 pub use distributed::run_in_process;
 #[cfg(feature = "mpi")]
 pub use distributed::run_mpi;
-pub use kernels::{flops, CsrRef, Kernel, Transposed};
+pub use kernels::{flops, Codegen, CsrRef, Kernel, Transposed};
 pub use one_d::OneD;
 
 /// The vector instructions the local kernels run with on this CPU, as their run-time dispatch
@@ -199,10 +199,13 @@ pub fn algorithm_names() -> Vec<&'static str> {
 #[derive(Clone, Copy)]
 pub enum Variant {
     /// The serial kernels on the whole problem ([`local`]): `local` with the fused FusedMMA/B
-    /// kernels (`fused`), `local-unfused` with FusedMMA/B as SDDMM then SpMM.
+    /// kernels (`fused`), `local-unfused` with FusedMMA/B as SDDMM then SpMM, `local-autovec`
+    /// fused with the kernels compiled as [`Codegen::Autovec`].
     Local {
         /// Whether FusedMMA/B run as one fused kernel.
         fused: bool,
+        /// How the gathering kernels are compiled.
+        codegen: Codegen,
     },
     /// A distributed algorithm with one of its strategies.
     Distributed {
@@ -216,7 +219,11 @@ pub enum Variant {
 impl std::fmt::Debug for Variant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Variant::Local { fused } => f.debug_struct("Local").field("fused", fused).finish(),
+            Variant::Local { fused, codegen } => f
+                .debug_struct("Local")
+                .field("fused", fused)
+                .field("codegen", codegen)
+                .finish(),
             Variant::Distributed {
                 algorithm,
                 strategy,
@@ -248,10 +255,26 @@ fn named_variants() -> &'static [(String, Variant)] {
     static ALL: OnceLock<Vec<(String, Variant)>> = OnceLock::new();
     ALL.get_or_init(|| {
         let mut all = vec![
-            (local::LOCAL.to_string(), Variant::Local { fused: true }),
+            (
+                local::LOCAL.to_string(),
+                Variant::Local {
+                    fused: true,
+                    codegen: Codegen::Tuned,
+                },
+            ),
             (
                 local::LOCAL_UNFUSED.to_string(),
-                Variant::Local { fused: false },
+                Variant::Local {
+                    fused: false,
+                    codegen: Codegen::Tuned,
+                },
+            ),
+            (
+                local::LOCAL_AUTOVEC.to_string(),
+                Variant::Local {
+                    fused: true,
+                    codegen: Codegen::Autovec,
+                },
             ),
         ];
         for &algorithm in algorithms() {
@@ -269,7 +292,8 @@ fn named_variants() -> &'static [(String, Variant)] {
     })
 }
 
-/// Names of every variant, in the order the tables list them: `local`, `local-unfused`, then
+/// Names of every variant, in the order the tables list them: `local`, `local-unfused`,
+/// `local-autovec`, then
 /// each algorithm with each strategy it offers (`1d`, `1.5d-dense-shift/none`, ...).
 pub fn variant_names() -> Vec<&'static str> {
     named_variants().iter().map(|(n, _)| n.as_str()).collect()

@@ -5,6 +5,9 @@
 //!   store `R = S .* (A B^T)`;
 //! - `local-unfused` ([`LOCAL_UNFUSED`]) runs them as two calls, an SDDMM storing `R`, then the
 //!   SpMM reading it. The other kernels are the same in both.
+//! - `local-autovec` ([`LOCAL_AUTOVEC`]) is `local` with SDDMM and the fused kernels compiled
+//!   as issue 14 found them ([`Codegen::Autovec`]), so that their tuning is measured in the
+//!   same run against what it replaced; its outputs equal `local`'s bit for bit.
 //!
 //! A-side kernels run on `S`; B-side kernels on `S^T`, built first and not timed (the
 //! applications and the distributed algorithms build it once and keep it), using
@@ -12,7 +15,7 @@
 //! dense inputs swapped), so fused and unfused read the same matrix. Cost: the kernel's
 //! `O(nnz r)` flops (see [`crate::flops`]), plus `O(nnz)` for the transpose of a B-side kernel.
 
-use crate::kernels::{self, whole, CsrRef, Kernel};
+use crate::kernels::{self, whole, Codegen, CsrRef, Kernel};
 use crate::problem::{FusedMmError, KernelOutput, Problem};
 use crate::Dense;
 use parbench_common::Par;
@@ -22,6 +25,8 @@ use std::time::Instant;
 pub const LOCAL: &str = "local";
 /// The serial kernels with FusedMMA/B run as SDDMM then SpMM, storing `R`.
 pub const LOCAL_UNFUSED: &str = "local-unfused";
+/// The fused serial kernels compiled as [`Codegen::Autovec`].
+pub const LOCAL_AUTOVEC: &str = "local-autovec";
 
 /// The serial kernel on the whole problem (B-side kernels transpose `S` inside the call).
 pub fn local_kernel(
@@ -42,10 +47,12 @@ pub fn local_kernel(
 /// The serial kernel on the whole problem, timed without the transpose of a B-side kernel
 /// (`fused: false` runs FusedMMA/B as SDDMM then SpMM, storing `R`): the output and the seconds
 /// in the kernels (their outputs' allocation included). An SDDMM output is in the order of `S`.
+/// `codegen` says how SDDMM and the fused kernels are compiled.
 pub fn timed_local_kernel(
     problem: &Problem,
     kernel: Kernel,
     fused: bool,
+    codegen: Codegen,
     par: Par,
 ) -> Result<(KernelOutput, f64), FusedMmError> {
     let (s, a, b) = (problem.s(), problem.a(), problem.b());
@@ -60,7 +67,7 @@ pub fn timed_local_kernel(
         Kernel::Sddmm => {
             let (values, seconds) = timed(|| {
                 let mut values = vec![0.0; s.nnz()];
-                kernels::sddmm(s.into(), a, b, &mut values, par);
+                kernels::sddmm_with(codegen, s.into(), a, b, &mut values, par);
                 values
             });
             return Ok((
@@ -75,12 +82,12 @@ pub fn timed_local_kernel(
         }),
         Kernel::FusedMmA if fused => timed(|| {
             let mut out = Dense::zeros(s.nrows(), r);
-            kernels::fusedmm_a(s.into(), a, b, &mut out, par);
+            kernels::fusedmm_a_with(codegen, s.into(), a, b, &mut out, par);
             out
         }),
         Kernel::FusedMmA => timed(|| {
             let mut values = vec![0.0; s.nnz()];
-            kernels::sddmm(s.into(), a, b, &mut values, par);
+            kernels::sddmm_with(codegen, s.into(), a, b, &mut values, par);
             let mut out = Dense::zeros(s.nrows(), r);
             let rr: CsrRef = s.into();
             kernels::spmm_a(rr.with_values(&values), b, &mut out, par);
@@ -94,10 +101,10 @@ pub fn timed_local_kernel(
                 if kernel == Kernel::SpmmB {
                     kernels::spmm_b((&st).into(), a, &mut out, par);
                 } else if fused {
-                    kernels::fusedmm_b((&st).into(), a, b, &mut out, par);
+                    kernels::fusedmm_b_with(codegen, (&st).into(), a, b, &mut out, par);
                 } else {
                     let mut values = vec![0.0; st.nnz()];
-                    kernels::sddmm((&st).into(), b, a, &mut values, par);
+                    kernels::sddmm_with(codegen, (&st).into(), b, a, &mut values, par);
                     let rt: CsrRef = (&st).into();
                     kernels::spmm_b(rt.with_values(&values), a, &mut out, par);
                 }
@@ -123,7 +130,8 @@ mod tests {
             assert!(scale > 0.0, "{kernel:?}");
             for fused in [true, false] {
                 for par in [Par::Seq, Par::threads(3)] {
-                    let (out, seconds) = timed_local_kernel(&problem, kernel, fused, par).unwrap();
+                    let (out, seconds) =
+                        timed_local_kernel(&problem, kernel, fused, Codegen::Tuned, par).unwrap();
                     assert!(seconds >= 0.0);
                     let got = out.flatten();
                     assert_eq!(got.len(), want.len(), "{kernel:?}");

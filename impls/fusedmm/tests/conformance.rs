@@ -351,9 +351,13 @@ fn algorithms_are_found_by_name() {
 
 #[test]
 fn variants_are_the_local_ones_then_every_algorithm_with_every_strategy() {
-    use fusedmm::local::{LOCAL, LOCAL_UNFUSED};
-    use fusedmm::Variant;
-    let mut expected = vec![LOCAL.to_string(), LOCAL_UNFUSED.to_string()];
+    use fusedmm::local::{LOCAL, LOCAL_AUTOVEC, LOCAL_UNFUSED};
+    use fusedmm::{Codegen, Variant};
+    let mut expected = vec![
+        LOCAL.to_string(),
+        LOCAL_UNFUSED.to_string(),
+        LOCAL_AUTOVEC.to_string(),
+    ];
     for &alg in algorithms() {
         for &strategy in alg.strategies() {
             expected.push(alg.variant_name(strategy));
@@ -376,14 +380,27 @@ fn variants_are_the_local_ones_then_every_algorithm_with_every_strategy() {
     }
     assert!(matches!(
         fusedmm::variant(LOCAL),
-        Some(Variant::Local { fused: true })
+        Some(Variant::Local {
+            fused: true,
+            codegen: Codegen::Tuned
+        })
+    ));
+    assert!(matches!(
+        fusedmm::variant(LOCAL_AUTOVEC),
+        Some(Variant::Local {
+            fused: true,
+            codegen: Codegen::Autovec
+        })
     ));
     assert!(matches!(
         fusedmm::variant(LOCAL_UNFUSED),
-        Some(Variant::Local { fused: false })
+        Some(Variant::Local {
+            fused: false,
+            codegen: Codegen::Tuned
+        })
     ));
     assert!(fusedmm::distributed_variant(LOCAL).is_none());
-    for name in &expected[2..] {
+    for name in &expected[3..] {
         let (alg, strategy) = fusedmm::distributed_variant(name).expect(name);
         assert_eq!(&alg.variant_name(strategy), name);
         assert!(alg.strategies().contains(&strategy), "{name}");
