@@ -86,6 +86,46 @@ fn local_kernels(c: &mut Criterion) {
     }
 }
 
+/// Issue 14's tuning of the fused kernel at the shape the FusedMM library was compared on
+/// (16k x 16k, 64 nonzeros a row, one thread): `fusedmm_a` over column panels with the tuned
+/// code (what the `local` variant runs), against the kernel as found (`Codegen::Autovec`, no
+/// panels, the `local-autovec` variant), at r = 32 (one panel) and r = 128 (four).
+fn tuned_fused_kernel(c: &mut Criterion) {
+    const TUNED_ROWS: usize = 16_384;
+    let s = erdos_renyi(TUNED_ROWS, TUNED_ROWS, 64, 1, Par::Seq).expect("valid ER shape");
+    for r in [32, 128] {
+        let a = Dense::random(TUNED_ROWS, r, 2);
+        let b = Dense::random(TUNED_ROWS, r, 3);
+        let panels = kernels::ColumnPanels::new((&s).into(), r);
+        let mut out = Dense::zeros(TUNED_ROWS, r);
+        let mut group = c.benchmark_group(format!("fusedmm_a_16k_x64_r{r}"));
+        group
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2))
+            .throughput(Throughput::Elements(s.nnz() as u64));
+        group.bench_function("as_found", |bench| {
+            bench.iter(|| {
+                kernels::fusedmm_a_with(
+                    kernels::Codegen::Autovec,
+                    (&s).into(),
+                    &a,
+                    &b,
+                    black_box(&mut out),
+                    Par::Seq,
+                )
+            })
+        });
+        group.bench_function("tuned", |bench| {
+            bench.iter(|| match &panels {
+                Some(p) => kernels::fusedmm_a_panels(p, &a, &b, black_box(&mut out), Par::Seq),
+                None => kernels::fusedmm_a((&s).into(), &a, &b, black_box(&mut out), Par::Seq),
+            })
+        });
+        group.finish();
+    }
+}
+
 /// Criterion's settings for this bench: reports where
 /// [`parbench_common::bench::criterion_home`] says.
 fn config() -> Criterion {
@@ -99,6 +139,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = local_kernels
+    targets = local_kernels, tuned_fused_kernel
 }
 criterion_main!(benches);

@@ -13,14 +13,41 @@ pub struct Dense {
     data: Vec<f64>,
 }
 
+/// Bytes from which a matrix asks for 2 MB pages.
+const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+
+/// An empty vector with room for `len` values, none written yet. From 4 MB on, its buffer is
+/// advised to be backed by 2 MB pages (transparent huge pages, where the kernel allows them):
+/// the kernels gather rows of these matrices at random, and with 4 KB pages nearly every
+/// gather of a 16 MB matrix also misses the TLB; FusedMMA at 16k rows and r = 128, one
+/// thread, took a median 0.113 s with 2 MB pages against 0.143 s without over eight
+/// alternating runs on the AVX2 AMD EPYC kind. The advice must come before the pages
+/// are first written, which is why the constructors fill this vector rather than allocate one.
+fn unwritten(len: usize) -> Vec<f64> {
+    let data: Vec<f64> = Vec::with_capacity(len);
+    #[cfg(target_os = "linux")]
+    if len * 8 >= HUGE_PAGE_MIN_BYTES {
+        const PAGE: usize = 4096;
+        let start = (data.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (data.as_ptr() as usize + len * 8) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: madvise with MADV_HUGEPAGE only tells the kernel how to back pages; it
+            // reads and writes no memory, and the page-aligned range lies inside this vector's
+            // own allocation. A refusal (no THP support) leaves 4 KB pages, so it is ignored.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    data
+}
+
 impl Dense {
     /// The zero matrix.
     pub fn zeros(rows: usize, cols: usize) -> Dense {
-        Dense {
-            rows,
-            cols,
-            data: vec![0.0; rows * cols],
-        }
+        let mut data = unwritten(rows * cols);
+        data.resize(rows * cols, 0.0);
+        Dense { rows, cols, data }
     }
 
     /// Wraps row-major data; `None` when `data.len() != rows * cols`.
@@ -31,7 +58,7 @@ impl Dense {
     /// Entries uniform in `[-1, 1)`, row `i` drawn from its own stream of `seed`, so the matrix
     /// does not depend on how it is generated in parallel or split into blocks.
     pub fn random(rows: usize, cols: usize, seed: u64) -> Dense {
-        let mut data = Vec::with_capacity(rows * cols);
+        let mut data = unwritten(rows * cols);
         for i in 0..rows {
             let mut rng = Rng::stream(seed, i as u64);
             data.extend((0..cols).map(|_| 2.0 * rng.next_f64() - 1.0));
@@ -138,5 +165,26 @@ impl Dense {
             cols: self.cols,
             data: self.data.iter().map(|x| x.abs()).collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Matrices past the 2 MB-page threshold (8 MB here) are built like small ones: zeros are
+    /// zero and a random matrix's rows are those of the same rows drawn in a small one.
+    #[test]
+    fn large_matrices_are_built_like_small_ones() {
+        assert!(1000 * 1024 * 8 >= HUGE_PAGE_MIN_BYTES);
+        let zeros = Dense::zeros(1000, 1024);
+        assert_eq!(zeros.data().len(), 1000 * 1024);
+        assert!(zeros.data().iter().all(|&x| x == 0.0));
+        let large = Dense::random(1000, 1024, 7);
+        let small = Dense::random(3, 1024, 7);
+        for i in 0..3 {
+            assert_eq!(large.row(i), small.row(i));
+        }
+        assert_eq!(large.data().len(), 1000 * 1024);
     }
 }
