@@ -45,8 +45,15 @@ fn unwritten(len: usize) -> Vec<f64> {
 impl Dense {
     /// The zero matrix.
     pub fn zeros(rows: usize, cols: usize) -> Dense {
-        let mut data = unwritten(rows * cols);
-        data.resize(rows * cols, 0.0);
+        let len = rows * cols;
+        let data = if len * 8 >= HUGE_PAGE_MIN_BYTES {
+            let mut data = unwritten(len);
+            data.resize(len, 0.0);
+            data
+        } else {
+            // Zeroed by the allocator, often for free: small matrices keep 4 KB pages.
+            vec![0.0; len]
+        };
         Dense { rows, cols, data }
     }
 
