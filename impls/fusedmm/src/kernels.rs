@@ -534,17 +534,73 @@ mod wide {
             }
             i += 8;
         }
-        // Lanes (s0 + s4, s1 + s5, s2 + s6, s3 + s7), then the pairs, then the two halves.
+        let mut s = fold_partial_sums(lo, hi);
+        for (a, b) in x[body..n].iter().zip(&y[body..n]) {
+            s += a * b;
+        }
+        s
+    }
+
+    /// [`dot`]'s eight partial sums, held as lanes 0-3 (`lo`) and 4-7 (`hi`), folded in its
+    /// order: lanes `(s0 + s4, s1 + s5, s2 + s6, s3 + s7)`, then the pairs, then the halves.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn fold_partial_sums(lo: std::arch::x86_64::__m256d, hi: std::arch::x86_64::__m256d) -> f64 {
+        use std::arch::x86_64::*;
         let p = _mm256_add_pd(lo, hi);
         let low = _mm256_castpd256_pd128(p);
         let high = _mm256_extractf128_pd::<1>(p);
         let first = _mm_add_sd(low, _mm_unpackhi_pd(low, low));
         let second = _mm_add_sd(high, _mm_unpackhi_pd(high, high));
-        let mut s = _mm_cvtsd_f64(_mm_add_sd(first, second));
-        for (a, b) in x[body..n].iter().zip(&y[body..n]) {
-            s += a * b;
+        _mm_cvtsd_f64(_mm_add_sd(first, second))
+    }
+
+    /// One output row of the fused kernel for rows of `4 V` values, `V` even and at most 8
+    /// (r = 8, 16, 24, 32): the row of `A` and the `V` sums of the output stay in registers, and
+    /// each nonzero's row of `B` is loaded once for its dot product and its term. The same
+    /// operations in the same order as [`dot`] then [`accumulate`] (bit for bit), without the
+    /// list of terms and its second pass over the rows.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn fused_row_in_registers<const V: usize>(
+        s: &CsrRef,
+        ai: &[f64],
+        b: &Dense,
+        nonzeros: Range<usize>,
+        y: &mut [f64],
+    ) {
+        use std::arch::x86_64::*;
+        let width = 4 * V;
+        assert!(V % 2 == 0 && ai.len() == width && y.len() == width && b.cols() == width);
+        let load = |row: &[f64]| -> [__m256d; V] {
+            // SAFETY: every row here is `width = 4 V` values (asserted above and by
+            // `Dense::row`), and lane block `v < V` reads values `4 v..4 v + 4`.
+            std::array::from_fn(|v| unsafe { _mm256_loadu_pd(row.as_ptr().add(4 * v)) })
+        };
+        let a = load(ai);
+        let mut acc = [_mm256_setzero_pd(); V];
+        for k in nonzeros {
+            prefetch_ahead(s, b, k);
+            let row = load(b.row(s.indices[k] as usize));
+            let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+            for c in 0..V / 2 {
+                lo = _mm256_add_pd(lo, _mm256_mul_pd(a[2 * c], row[2 * c]));
+                hi = _mm256_add_pd(hi, _mm256_mul_pd(a[2 * c + 1], row[2 * c + 1]));
+            }
+            let term = _mm256_set1_pd(s.values[k] * fold_partial_sums(lo, hi));
+            for v in 0..V {
+                acc[v] = _mm256_add_pd(acc[v], _mm256_mul_pd(term, row[v]));
+            }
         }
-        s
+        for (v, sum) in acc.into_iter().enumerate() {
+            // SAFETY: as in `load`, inside `y`'s `4 V` values.
+            unsafe {
+                let py = y.as_mut_ptr().add(4 * v);
+                _mm256_storeu_pd(py, _mm256_add_pd(_mm256_loadu_pd(py), sum));
+            }
+        }
     }
 
     /// Lanes of an output row summed in registers at once (8 AVX2 registers of 4).
@@ -680,6 +736,34 @@ mod wide {
         for i in rows {
             terms.clear();
             let nonzeros = s.indptr[i]..s.indptr[i + 1];
+            #[cfg(target_arch = "x86_64")]
+            if let (true, true, Some(a)) = (AVX2, TUNED, fuse_a) {
+                let y = &mut out[(i - first) * width..(i - first + 1) * width];
+                // SAFETY (each call): `AVX2` is true only in the bodies the `_avx2` entry
+                // points instantiate, which run after `has_avx2()` said the CPU has it.
+                let done = match width {
+                    8 => unsafe {
+                        fused_row_in_registers::<2>(s, a.row(i), b, nonzeros.clone(), y);
+                        true
+                    },
+                    16 => unsafe {
+                        fused_row_in_registers::<4>(s, a.row(i), b, nonzeros.clone(), y);
+                        true
+                    },
+                    24 => unsafe {
+                        fused_row_in_registers::<6>(s, a.row(i), b, nonzeros.clone(), y);
+                        true
+                    },
+                    32 => unsafe {
+                        fused_row_in_registers::<8>(s, a.row(i), b, nonzeros.clone(), y);
+                        true
+                    },
+                    _ => false,
+                };
+                if done {
+                    continue;
+                }
+            }
             match fuse_a {
                 Some(a) => {
                     let ai = a.row(i);
@@ -838,7 +922,7 @@ mod codegen_tests {
     /// with empty rows, on one thread and several.
     #[test]
     fn tuned_and_autovec_kernels_agree_bit_for_bit() {
-        for r in [1, 3, 8, 13, 32, 45, 128] {
+        for r in [1, 3, 8, 13, 16, 24, 32, 45, 128] {
             // 5 nonzeros a row on 40 columns, row 0's dropped to have an empty row.
             let mut s = erdos_renyi(33, 40, 5, r as u64, Par::Seq).unwrap();
             let first = s.indptr()[1];
