@@ -183,7 +183,7 @@ mod tests {
     /// zero and a random matrix's rows are those of the same rows drawn in a small one.
     #[test]
     fn large_matrices_are_built_like_small_ones() {
-        assert!(1000 * 1024 * 8 >= HUGE_PAGE_MIN_BYTES);
+        const { assert!(1000 * 1024 * 8 >= HUGE_PAGE_MIN_BYTES) };
         let zeros = Dense::zeros(1000, 1024);
         assert_eq!(zeros.data().len(), 1000 * 1024);
         assert!(zeros.data().iter().all(|&x| x == 0.0));

@@ -573,7 +573,8 @@ mod wide {
     ) {
         use std::arch::x86_64::*;
         let width = 4 * V;
-        assert!(V % 2 == 0 && ai.len() == width && y.len() == width && b.cols() == width);
+        const { assert!(V.is_multiple_of(2) && V <= 8) };
+        assert!(ai.len() == width && y.len() == width && b.cols() == width);
         let load = |row: &[f64]| -> [__m256d; V] {
             // SAFETY: every row here is `width = 4 V` values (asserted above and by
             // `Dense::row`), and lane block `v < V` reads values `4 v..4 v + 4`.
