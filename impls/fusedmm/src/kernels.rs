@@ -629,9 +629,23 @@ mod wide {
         range: (usize, usize, usize),
         out: &mut [f64],
     ) {
+        sddmm_range_on(has_avx2(), codegen, s, a, b, range, out)
+    }
+
+    /// [`sddmm_range`] on the AVX2 bodies when `avx2` and the CPU has it, else on the
+    /// portable ones (what a CPU without AVX2 runs; the tests pass false to compare).
+    pub(super) fn sddmm_range_on(
+        avx2: bool,
+        codegen: Codegen,
+        s: &CsrRef,
+        a: &Dense,
+        b: &Dense,
+        range: (usize, usize, usize),
+        out: &mut [f64],
+    ) {
         let tuned = codegen == Codegen::Tuned;
         #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
+        if avx2 && has_avx2() {
             // SAFETY: the CPU has AVX2 (checked just above).
             return unsafe {
                 if tuned {
@@ -645,39 +659,6 @@ mod wide {
             sddmm_range_body::<false, true>(s, a, b, range, out)
         } else {
             sddmm_range_body::<false, false>(s, a, b, range, out)
-        }
-    }
-
-    /// [`sddmm_range`] on the portable bodies whatever the CPU has: what a CPU without AVX2
-    /// runs, for the tests that hold both paths to the same bits.
-    #[cfg(test)]
-    pub(super) fn sddmm_range_portable(
-        codegen: Codegen,
-        s: &CsrRef,
-        a: &Dense,
-        b: &Dense,
-        range: (usize, usize, usize),
-        out: &mut [f64],
-    ) {
-        match codegen {
-            Codegen::Tuned => sddmm_range_body::<false, true>(s, a, b, range, out),
-            Codegen::Autovec => sddmm_range_body::<false, false>(s, a, b, range, out),
-        }
-    }
-
-    /// [`spmm_rows`] on the portable bodies, as [`sddmm_range_portable`].
-    #[cfg(test)]
-    pub(super) fn spmm_rows_portable(
-        codegen: Codegen,
-        s: &CsrRef,
-        fuse_a: Option<&Dense>,
-        b: &Dense,
-        rows: Range<usize>,
-        out: &mut [f64],
-    ) {
-        match codegen {
-            Codegen::Tuned => spmm_rows_body::<false, true>(s, fuse_a, b, rows, out),
-            Codegen::Autovec => spmm_rows_body::<false, false>(s, fuse_a, b, rows, out),
         }
     }
 
@@ -725,9 +706,22 @@ mod wide {
         rows: Range<usize>,
         out: &mut [f64],
     ) {
+        spmm_rows_on(has_avx2(), codegen, s, fuse_a, b, rows, out)
+    }
+
+    /// [`spmm_rows`] on the AVX2 or the portable bodies, as [`sddmm_range_on`].
+    pub(super) fn spmm_rows_on(
+        avx2: bool,
+        codegen: Codegen,
+        s: &CsrRef,
+        fuse_a: Option<&Dense>,
+        b: &Dense,
+        rows: Range<usize>,
+        out: &mut [f64],
+    ) {
         let tuned = codegen == Codegen::Tuned;
         #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
+        if avx2 && has_avx2() {
             // SAFETY: the CPU has AVX2 (checked just above).
             return unsafe {
                 if tuned {
@@ -1013,12 +1007,12 @@ mod codegen_tests {
             for codegen in [Codegen::Tuned, Codegen::Autovec] {
                 let (mut got, mut want) = (vec![0.0; s.nnz()], vec![0.0; s.nnz()]);
                 wide::sddmm_range(codegen, &sr, &a, &b, (0, 0, s.nnz()), &mut got);
-                wide::sddmm_range_portable(codegen, &sr, &a, &b, (0, 0, s.nnz()), &mut want);
+                wide::sddmm_range_on(false, codegen, &sr, &a, &b, (0, 0, s.nnz()), &mut want);
                 assert_eq!(bits(&got), bits(&want), "SDDMM r = {r} {codegen:?}");
                 for fuse in [Some(&a), None] {
                     let (mut got, mut want) = (vec![0.5; 21 * r], vec![0.5; 21 * r]);
                     wide::spmm_rows(codegen, &sr, fuse, &b, 0..21, &mut got);
-                    wide::spmm_rows_portable(codegen, &sr, fuse, &b, 0..21, &mut want);
+                    wide::spmm_rows_on(false, codegen, &sr, fuse, &b, 0..21, &mut want);
                     assert_eq!(
                         bits(&got),
                         bits(&want),
