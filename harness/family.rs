@@ -232,6 +232,31 @@ pub trait Family: Send + Sync {
         threads: usize,
         backend: &crate::exec::ranks::Ranks,
     ) -> anyhow::Result<Option<Measurement>>;
+    /// Writes a prepared input as the files of the peer protocol (`docs/peers.md`) into `dir`,
+    /// and says which file plays which role and what parameters the peer gets.
+    fn peer_input(
+        &self,
+        input: &PreparedInput,
+        point: &TypedPoint,
+        dir: &Path,
+    ) -> anyhow::Result<PeerInput>;
+    /// Reads what a peer wrote into `dir` (its output files, not `timing.json`) as a
+    /// measurement: the output compared for equivalence, and the metrics parbench computes
+    /// itself (sizes, quality scores). Times are the runner's.
+    fn peer_output(
+        &self,
+        input: &PreparedInput,
+        point: &TypedPoint,
+        dir: &Path,
+    ) -> anyhow::Result<Measurement>;
+}
+
+/// A point's input as a peer sees it: its files (role -> path relative to the work directory)
+/// and the parameters of the request, as `docs/peers.md` lists them for the family.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PeerInput {
+    pub files: BTreeMap<String, String>,
+    pub params: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A family written against its own typed point ([`TypedFamily::Point`], declared with
@@ -302,6 +327,26 @@ pub trait TypedFamily: Send + Sync {
             "the {} family has no variant that runs across MPI processes",
             Self::NAME
         )
+    }
+    /// See [`Family::peer_input`]; families without a peer protocol refuse.
+    fn peer_input(
+        &self,
+        input: &PreparedInput,
+        point: &Self::Point,
+        dir: &Path,
+    ) -> anyhow::Result<PeerInput> {
+        let _ = (input, point, dir);
+        anyhow::bail!("the {} family has no peer protocol", Self::NAME)
+    }
+    /// See [`Family::peer_output`].
+    fn peer_output(
+        &self,
+        input: &PreparedInput,
+        point: &Self::Point,
+        dir: &Path,
+    ) -> anyhow::Result<Measurement> {
+        let _ = (input, point, dir);
+        anyhow::bail!("the {} family has no peer protocol", Self::NAME)
     }
 }
 
@@ -391,5 +436,21 @@ impl<F: TypedFamily> Family for F {
             threads,
             backend,
         )
+    }
+    fn peer_input(
+        &self,
+        input: &PreparedInput,
+        point: &TypedPoint,
+        dir: &Path,
+    ) -> anyhow::Result<PeerInput> {
+        TypedFamily::peer_input(self, input, downcast(point, F::NAME)?, dir)
+    }
+    fn peer_output(
+        &self,
+        input: &PreparedInput,
+        point: &TypedPoint,
+        dir: &Path,
+    ) -> anyhow::Result<Measurement> {
+        TypedFamily::peer_output(self, input, downcast(point, F::NAME)?, dir)
     }
 }

@@ -18,5 +18,6 @@ pub mod exec;
 pub mod experiment;
 pub mod families;
 pub mod family;
+pub mod peers;
 pub mod results;
 pub mod util;

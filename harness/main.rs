@@ -76,7 +76,9 @@ enum Command {
     /// Run every experiment (of the given families), results under one directory, figures also
     /// copied to figures/.
     Reproduce {
-        /// Families to run (default: all).
+        /// Families to run (default: all), or `peers` for every experiment that runs peers
+        /// (an error when they are not installed; a run of everything skips those
+        /// experiments with a note when peers were never installed).
         families: Vec<String>,
         #[arg(long)]
         quick: bool,
@@ -168,6 +170,10 @@ machines' times."
         #[arg(long)]
         json: bool,
     },
+    /// Peers, the programs users pick instead of parbench (gensim, POT, the `lda` package,
+    /// tomotopy, scipy), run as variants beside parbench's: install them, list them.
+    #[command(subcommand)]
+    Peers(parbench::peers::cli::PeersCommand),
     /// Machine metadata and measured limits: STREAM-triad bandwidth and peak FMA throughput.
     Info {
         /// Shorter measurements.
@@ -493,6 +499,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Peers(cmd) => parbench::peers::cli::run(cmd),
         Command::Info { quick, json } => {
             let info = machine::collect(quick);
             if json {
@@ -538,6 +545,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// `parbench reproduce peers`: the experiments that run peers, whatever their family.
+const PEERS_GROUP: &str = "peers";
+
 /// Experiment files under `dir`, sorted, grouped by family folder.
 fn experiment_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
@@ -572,16 +582,31 @@ fn reproduce(
     // Read before anything runs: a bad path fails now, not after the last experiment.
     let baseline = baseline.map(check::Baseline::load).transpose()?;
     for w in wanted {
-        if families::find(w).is_none() {
+        if w != PEERS_GROUP && families::find(w).is_none() {
             let names: Vec<&str> = families::registry().iter().map(|f| f.name()).collect();
-            bail!("unknown family {w}; known families: {}", names.join(", "));
+            bail!(
+                "unknown family {w}; known families: {}, or `{PEERS_GROUP}` for the experiments that run peers",
+                names.join(", ")
+            );
         }
     }
+    let peers_asked = wanted.iter().any(|w| w == PEERS_GROUP);
+    let never_installed = parbench::peers::install::cache_dir().is_ok_and(|d| {
+        parbench::peers::install::availability(&d)
+            == parbench::peers::install::Availability::NeverInstalled
+    });
+    let mut skipped_for_peers = Vec::new();
     // Validate every plan before running any, so a typo in the last file is found at once.
     let mut plans = Vec::new();
     for file in experiment_files(experiments)? {
         let config = parbench::experiment::config::load(&file, quick)?;
-        if !wanted.is_empty() && !wanted.contains(&config.family) {
+        let runs_peers = config.variants.iter().any(|v| {
+            config.peers.contains_key(v)
+                || parbench::peers::shipped_for(&config.family).contains(&v.as_str())
+        });
+        let selected =
+            wanted.is_empty() || wanted.contains(&config.family) || (peers_asked && runs_peers);
+        if !selected {
             continue;
         }
         if let (parbench::experiment::config::DataSource::Dataset, Some(name)) =
@@ -597,6 +622,18 @@ fn reproduce(
             }
         }
         let plan = plan::build(&file, quick, data_dir)?;
+        // Peers never installed: skipped with a note unless asked for by name; installed
+        // for other pins: an error either way (the runner says how to fix it).
+        if !peers_asked && never_installed {
+            if let Some(why) = parbench::peers::not_ready(plan.peers.values()) {
+                eprintln!("skipping {}: {why}", plan.config.name);
+                skipped_for_peers.push(plan.config.name.clone());
+                continue;
+            }
+        }
+        if let Some(why) = parbench::peers::not_ready(plan.peers.values()) {
+            bail!("{}: {why}", plan.config.name);
+        }
         let unavailable = plan.config.launcher.as_ref().and_then(|l| {
             plan.points
                 .iter()
@@ -664,6 +701,13 @@ fn reproduce(
     let dirs: Vec<PathBuf> = plans.iter().map(|p| root.join(&p.config.name)).collect();
     let page = root.join(REPORT_HTML);
     parbench::analysis::report::write(&dirs, baseline.as_ref(), gate_options, &page)?;
+    if !skipped_for_peers.is_empty() {
+        println!(
+            "skipped {} experiment(s) that run peers, never installed here ({}): `parbench peers install`, then `parbench reproduce {PEERS_GROUP}`",
+            skipped_for_peers.len(),
+            skipped_for_peers.join(", ")
+        );
+    }
     println!("results: {}  figures: figures/", root.display());
     println!("report: {} (open it in a browser)", page.display());
     Ok(if all_passed {

@@ -83,6 +83,9 @@ pub struct RunMeta {
     /// RFC 3339 UTC; None while the run is in progress (or was interrupted).
     pub finished: Option<String>,
     pub parbench_version: String,
+    /// The peers (programs outside parbench) the run ran as variants, with their versions.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub peers: BTreeMap<String, crate::peers::PeerRecord>,
 }
 
 impl RunMeta {
@@ -107,6 +110,7 @@ impl RunMeta {
             started,
             finished: None,
             parbench_version: PARBENCH_VERSION.to_string(),
+            peers: crate::peers::records(&plan.peers),
         }
     }
 }

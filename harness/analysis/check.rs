@@ -1082,6 +1082,7 @@ mod tests {
                 seed: 0,
             },
             variants: vec!["slow".to_string(), "fast".to_string()],
+            peers: BTreeMap::new(),
             params: BTreeMap::new(),
             sweep: BTreeMap::new(),
             repetitions: 5,

@@ -67,6 +67,8 @@ struct InProcessPoint<'a> {
     slowdowns: Vec<drill::Slowdown>,
     /// Runs taken so far per variant (the `k` of [`count_label`]).
     taken: std::collections::BTreeMap<String, usize>,
+    /// The point's input as peer files, written at the first run of a peer.
+    peer_work: Option<crate::peers::protocol::PeerWork>,
 }
 
 impl Executor for InProcess {
@@ -102,6 +104,7 @@ impl Executor for InProcess {
             counting,
             slowdowns,
             taken: Default::default(),
+            peer_work: None,
         }))
     }
 }
@@ -121,9 +124,12 @@ impl InProcessPoint<'_> {
         } else {
             None
         };
-        let result = plan
-            .family
-            .run(variant, &self.input, &plan.typed[index], threads);
+        let result = match plan.peers.get(variant) {
+            Some(peer) => self.run_peer(peer, threads),
+            None => plan
+                .family
+                .run(variant, &self.input, &plan.typed[index], threads),
+        };
         let result = result.and_then(|mut m| {
             match &region {
                 Some(region) if factor > 1.0 => drill::spin_counted(region, factor)?,
@@ -142,6 +148,34 @@ impl InProcessPoint<'_> {
             m.metrics.insert(CALIBRATION_METRIC.to_string(), cal);
         }
         Ok(m)
+    }
+}
+
+impl InProcessPoint<'_> {
+    /// One run of a peer: its process, timed by itself and as a whole.
+    fn run_peer(&mut self, peer: &crate::peers::Peer, threads: usize) -> Result<Measurement> {
+        use crate::peers::protocol::{self, PeerWork};
+        let (plan, index) = (self.plan, self.index);
+        if self.peer_work.is_none() {
+            self.peer_work = Some(PeerWork::prepare(
+                plan.family.as_ref(),
+                &self.input,
+                &plan.typed[index],
+            )?);
+        }
+        let work = self
+            .peer_work
+            .as_mut()
+            .context("internal: no peer work directory")?;
+        protocol::run(
+            peer,
+            work,
+            plan.family.as_ref(),
+            &self.input,
+            &plan.typed[index],
+            threads,
+            plan.config.data.seed,
+        )
     }
 }
 

@@ -136,6 +136,9 @@ pub fn run_with(
     mode: ProgressMode,
     executor: &dyn Executor,
 ) -> Result<RunSummary> {
+    if let Some(why) = crate::peers::not_ready(plan.peers.values()) {
+        bail!("{}: {why}", plan.config.name);
+    }
     std::fs::create_dir_all(run_dir)
         .with_context(|| format!("creating run directory {}", run_dir.display()))?;
     let cfg = &plan.config;

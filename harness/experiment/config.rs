@@ -23,8 +23,12 @@ pub struct ExperimentConfig {
     /// Algorithm family (`sinkhorn`).
     pub family: String,
     pub data: DataConfig,
-    /// Variants to run at every point.
+    /// Variants to run at every point: the family's, its shipped peers (`peers/peers.yaml`)
+    /// and the peers declared under `peers:`.
     pub variants: Vec<String>,
+    /// Programs outside parbench run as variants through the peer protocol (`docs/peers.md`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub peers: BTreeMap<String, PeerDecl>,
     /// Fixed parameters of every point.
     #[serde(default)]
     pub params: BTreeMap<String, Value>,
@@ -51,6 +55,21 @@ pub struct ExperimentConfig {
     /// experiment, and why.
     #[serde(default, skip_serializing_if = "GateConfig::is_empty")]
     pub gate: GateConfig,
+}
+
+/// A peer an experiment declares: a program that speaks the peer protocol (`docs/peers.md`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerDecl {
+    /// The program and its first arguments (the request's path is appended); a relative path
+    /// with a `/` is taken from the experiment file's folder, a bare name from PATH.
+    pub command: Vec<String>,
+    /// What it is, for the report.
+    #[serde(default)]
+    pub about: String,
+    /// Seconds a run may take before it is stopped (default 600).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
 }
 
 /// Exemptions from the regression gate, each with its reason (printed by the check). Without
@@ -347,7 +366,7 @@ impl ClaimConfig {
 // Loading: file -> ExperimentConfig, with errors that name the file, the line and the column.
 // ---------------------------------------------------------------------------------------------
 
-mod yaml;
+pub(crate) mod yaml;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

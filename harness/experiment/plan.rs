@@ -37,6 +37,8 @@ pub struct Plan {
     /// The dataset file resolved in the data dir, for `source: dataset`.
     pub dataset: Option<PathBuf>,
     pub quick: bool,
+    /// The variants that are peers (programs outside parbench), by name.
+    pub peers: BTreeMap<String, crate::peers::Peer>,
 }
 
 impl fmt::Debug for Plan {
@@ -179,6 +181,26 @@ pub fn build_from_str(
         Some(f) => v.check_points(&config, f.as_ref(), &points),
         None => Vec::new(),
     };
+    let experiment_dir = path.parent().unwrap_or(Path::new("."));
+    let peers: BTreeMap<String, crate::peers::Peer> = config
+        .variants
+        .iter()
+        .filter_map(|name| {
+            crate::peers::resolve(name, &config.family, &config.peers, experiment_dir)
+                .map(|p| (name.clone(), p))
+        })
+        .collect();
+    if !peers.is_empty() && points.iter().any(is_mpi_point) {
+        let at = v.at(&v.variants_path());
+        v.push(
+            at,
+            format!(
+                "peers ({}) run in this process's point, not across MPI processes",
+                peers.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            Some("put the peers in an experiment without `backend: mpi` points".to_string()),
+        );
+    }
     // Reading order: by line, problems without a line last.
     v.problems
         .sort_by_key(|p| (p.line.is_none(), p.line, p.column));
@@ -197,6 +219,7 @@ pub fn build_from_str(
         typed,
         dataset,
         quick,
+        peers,
     })
 }
 
@@ -321,7 +344,18 @@ impl<'a> Validator<'a> {
             );
         }
         let specs: Option<Vec<ParamSpec>> = family.map(|f| f.params());
-        let family_variants: Option<Vec<&str>> = family.map(|f| f.variants());
+        // A family's own variants, its shipped peers and the experiment's declared ones.
+        let family_variants: Option<Vec<&str>> = family.map(|f| {
+            let mut names = f.variants();
+            names.extend(crate::peers::shipped_for(f.name()));
+            for declared in config.peers.keys() {
+                if !names.contains(&declared.as_str()) {
+                    names.push(declared);
+                }
+            }
+            names
+        });
+        self.check_peer_decls(config, family);
         let variants: Vec<&str> = config.variants.iter().map(String::as_str).collect();
 
         self.check_variants(
@@ -558,6 +592,48 @@ impl<'a> Validator<'a> {
             }
         }
         self.at(&top("family"))
+    }
+
+    /// Each declared peer has a command, a time limit that is a positive number, and a name
+    /// no variant or shipped peer of the family already has.
+    fn check_peer_decls(&mut self, config: &ExperimentConfig, family: Option<&dyn Family>) {
+        for (name, decl) in &config.peers {
+            let path = [Seg::Key("peers"), Seg::Key(name)];
+            let taken = family.is_some_and(|f| {
+                f.variants().contains(&name.as_str())
+                    || crate::peers::shipped_for(f.name()).contains(&name.as_str())
+            });
+            if taken {
+                let at = self.at(&path);
+                self.push(
+                    at,
+                    format!(
+                        "peer `{name}` has the name of a {} variant or shipped peer",
+                        config.family
+                    ),
+                    Some("give the declared peer another name".to_string()),
+                );
+            }
+            if decl.command.is_empty() {
+                let at = self.at(&[Seg::Key("peers"), Seg::Key(name), Seg::Key("command")]);
+                self.push(
+                    at,
+                    format!("peer `{name}` has an empty command"),
+                    Some(
+                        "give the program and its arguments, e.g. [python3, my_peer.py]"
+                            .to_string(),
+                    ),
+                );
+            }
+            if let Some(t) = decl.timeout_s.filter(|t| !(t.is_finite() && *t > 0.0)) {
+                let at = self.at(&[Seg::Key("peers"), Seg::Key(name), Seg::Key("timeout_s")]);
+                self.push(
+                    at,
+                    format!("peer `{name}` has timeout_s {t}"),
+                    Some("give a positive number of seconds".to_string()),
+                );
+            }
+        }
     }
 
     fn check_variants(&mut self, listed: &[String], path: &[Seg], valid: Option<&[&str]>) {

@@ -165,6 +165,15 @@ fn meta_round_trips_through_json() {
         started: "2025-01-01T00:00:00Z".into(),
         finished: None,
         parbench_version: parbench::results::PARBENCH_VERSION.into(),
+        peers: [(
+            "pot".to_string(),
+            parbench::peers::PeerRecord {
+                about: "POT".into(),
+                program: "peers/sinkhorn_pot.py".into(),
+                versions: [("POT".to_string(), "0.9.7.post1".to_string())].into(),
+            },
+        )]
+        .into(),
     };
     write_meta(dir.path(), &meta).unwrap();
     assert_eq!(read_meta(dir.path()).unwrap(), meta);

@@ -33,7 +33,8 @@ pub mod cli;
 use crate::exec::bound::work_metrics;
 use crate::exec::ranks::Ranks;
 use crate::families::params::{positive, Choice, Named, PointIssue};
-use crate::family::{Measurement, PreparedInput, TypedFamily};
+use crate::family::{Measurement, PeerInput, PreparedInput, TypedFamily};
+use crate::peers::files as peer_files;
 use anyhow::{anyhow, bail, Context, Result};
 use fusedmm::comm::{CommStats, Phase};
 use fusedmm::cost_model::{self, Cost, Shape};
@@ -601,6 +602,111 @@ impl TypedFamily for FusedmmFamily {
     ) -> Result<Option<Measurement>> {
         self.measure(variant, input, point, threads, backend)
     }
+
+    fn peer_input(
+        &self,
+        input: &PreparedInput,
+        point: &FusedmmPoint,
+        dir: &Path,
+    ) -> Result<PeerInput> {
+        let problem = problem_in(input)?;
+        peer_files::write_with(&dir.join("s.mtx"), |w| {
+            fusedmm::mtx::write_coordinate(w, problem.s())
+        })?;
+        peer_files::write_with(&dir.join("a.mtx"), |w| {
+            fusedmm::mtx::write_array(w, problem.a())
+        })?;
+        peer_files::write_with(&dir.join("b.mtx"), |w| {
+            fusedmm::mtx::write_array(w, problem.b())
+        })?;
+        let mut params = serde_json::Map::new();
+        params.insert("kernel".to_string(), point.kernel.name().into());
+        Ok(PeerInput {
+            files: ["s", "a", "b"]
+                .into_iter()
+                .map(|m| (m.to_string(), format!("{m}.mtx")))
+                .collect(),
+            params,
+        })
+    }
+
+    fn peer_output(
+        &self,
+        input: &PreparedInput,
+        point: &FusedmmPoint,
+        dir: &Path,
+    ) -> Result<Measurement> {
+        let problem = problem_in(input)?;
+        let kernel = *point.kernel;
+        let path = dir.join("result.mtx");
+        let result = fusedmm::mtx::read_path(&path)?;
+        let output = match (kernel, result) {
+            (Kernel::Sddmm, fusedmm::mtx::MatrixFile::Sparse(r)) => {
+                let s = problem.s();
+                let same_pattern = r.nrows() == s.nrows()
+                    && r.ncols() == s.ncols()
+                    && (0..s.nrows()).all(|i| r.row(i).0 == s.row(i).0);
+                if !same_pattern {
+                    bail!(
+                        "{}: the SDDMM result does not have the pattern of S ({} x {}, {} nonzeros; found {} x {}, {})",
+                        path.display(),
+                        s.nrows(),
+                        s.ncols(),
+                        s.nnz(),
+                        r.nrows(),
+                        r.ncols(),
+                        r.nnz()
+                    );
+                }
+                r.values().to_vec()
+            }
+            (Kernel::Sddmm, _) => bail!(
+                "{}: an SDDMM result is a coordinate matrix with the pattern of S, found an array",
+                path.display()
+            ),
+            (_, fusedmm::mtx::MatrixFile::Dense(d)) => {
+                let rows = match kernel {
+                    Kernel::SpmmB | Kernel::FusedMmB => problem.n(),
+                    _ => problem.m(),
+                };
+                if (d.rows(), d.cols()) != (rows, problem.r()) {
+                    bail!(
+                        "{}: the {} result is {} x {}, expected {rows} x {}",
+                        path.display(),
+                        kernel.name(),
+                        d.rows(),
+                        d.cols(),
+                        problem.r()
+                    );
+                }
+                d.data().to_vec()
+            }
+            (_, _) => bail!(
+                "{}: a {} result is an array matrix, found a coordinate one",
+                path.display(),
+                kernel.name()
+            ),
+        };
+        let metrics = BTreeMap::from([
+            ("nnz".to_string(), problem.nnz() as f64),
+            ("phi".to_string(), phi(problem)),
+            (
+                "flops".to_string(),
+                flops(kernel, problem.nnz(), problem.r()),
+            ),
+        ]);
+        Ok(Measurement {
+            metrics,
+            output,
+            ..Measurement::default()
+        })
+    }
+}
+
+fn problem_in(input: &PreparedInput) -> Result<&Problem> {
+    input
+        .downcast_ref::<Problem>()
+        .ok_or_else(|| anyhow!("internal: the prepared input is not a FusedMM problem"))
 }
 
 /// Runs `alg` at `(p, c)` on the backend's ranks (in-process threads, or the MPI job's
@@ -642,9 +748,7 @@ impl FusedmmFamily {
         threads: usize,
         backend: &Ranks,
     ) -> Result<Option<Measurement>> {
-        let problem = input
-            .downcast_ref::<Problem>()
-            .ok_or_else(|| anyhow!("internal: the prepared input is not a FusedMM problem"))?;
+        let problem = problem_in(input)?;
         let kernel = *point.kernel;
         let par = Par::threads(threads);
         let mut metrics = BTreeMap::new();

@@ -10,11 +10,13 @@
 pub mod cli;
 
 use crate::families::params::{positive, PointIssue};
-use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
+use crate::family::{Measurement, PeerInput, PreparedInput, TraceStep, TypedFamily};
+use crate::peers::files as peer_files;
 use anyhow::{anyhow, Context, Result};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::{Control, Par, SinkhornParams, WmdProblem};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
@@ -175,9 +177,7 @@ impl TypedFamily for SinkhornFamily {
         point: &SinkhornPoint,
         threads: usize,
     ) -> Result<Measurement> {
-        let problem = input
-            .downcast_ref::<WmdProblem>()
-            .ok_or_else(|| anyhow!("internal: the prepared input is not a Sinkhorn problem"))?;
+        let problem = problem_of(input)?;
         let solver = sinkhorn::variant(variant)
             .ok_or_else(|| anyhow!("unknown sinkhorn variant {variant}"))?;
         let params = point.solver();
@@ -201,17 +201,10 @@ impl TypedFamily for SinkhornFamily {
             .iter()
             .map(|&(n, s)| (n.to_string(), s))
             .collect();
-        let vs = problem.query().len() as f64;
-        let nnz = problem.nnz() as f64;
-        let mut metrics = BTreeMap::new();
+        let mut metrics = Self::size_metrics(problem);
         metrics.insert("gflop_per_s".to_string(), out.flops / wall / 1e9);
         metrics.insert("flops".to_string(), out.flops);
         metrics.insert("iterations".to_string(), out.iterations as f64);
-        metrics.insert("nnz".to_string(), nnz);
-        metrics.insert("query_words".to_string(), vs);
-        metrics.insert("nnz_x_query".to_string(), nnz * vs);
-        metrics.insert("vocab".to_string(), problem.vocab() as f64);
-        metrics.insert("docs".to_string(), problem.num_docs() as f64);
         let work = solver.work(problem, &out, Par::threads(threads));
         metrics.extend(crate::exec::bound::work_metrics(&work));
         let loop_s = out.phases.get("loop");
@@ -229,6 +222,87 @@ impl TypedFamily for SinkhornFamily {
             trace,
         })
     }
+
+    fn peer_input(
+        &self,
+        input: &PreparedInput,
+        point: &SinkhornPoint,
+        dir: &Path,
+    ) -> Result<PeerInput> {
+        let problem = problem_of(input)?;
+        let embeddings = (0..problem.vocab()).map(|w| (format!("w{w}"), problem.vec(w)));
+        peer_files::write_word2vec_text(
+            &dir.join("embeddings.txt"),
+            problem.vocab(),
+            problem.dim(),
+            embeddings,
+        )?;
+        let mut query = String::from("word,weight\n");
+        for &(w, x) in problem.query() {
+            query.push_str(&format!("{w},{x}\n"));
+        }
+        peer_files::write_with(&dir.join("query.csv"), |w| w.write_all(query.as_bytes()))?;
+        peer_files::write_with(&dir.join("docs.mtx"), |w| {
+            fusedmm::mtx::write_coordinate(w, problem.docs_by_word())
+        })?;
+        let params = serde_json::json!({
+            "lambda": point.lambda,
+            "iters": point.iters,
+            "tol": point.tol,
+        });
+        Ok(PeerInput {
+            files: BTreeMap::from([
+                ("embeddings".to_string(), "embeddings.txt".to_string()),
+                ("query".to_string(), "query.csv".to_string()),
+                ("docs".to_string(), "docs.mtx".to_string()),
+            ]),
+            params: params.as_object().cloned().unwrap_or_default(),
+        })
+    }
+
+    fn peer_output(
+        &self,
+        input: &PreparedInput,
+        _point: &SinkhornPoint,
+        dir: &Path,
+    ) -> Result<Measurement> {
+        let problem = problem_of(input)?;
+        let distances = peer_files::read_number_column(&dir.join("distances.csv"), "distance")?;
+        if distances.len() != problem.num_docs() {
+            anyhow::bail!(
+                "{}: {} distances for {} documents",
+                dir.join("distances.csv").display(),
+                distances.len(),
+                problem.num_docs()
+            );
+        }
+        Ok(Measurement {
+            metrics: Self::size_metrics(problem),
+            output: distances,
+            ..Measurement::default()
+        })
+    }
+}
+
+impl SinkhornFamily {
+    /// The sizes every variant reports, a peer included: exact counters of the gate.
+    fn size_metrics(problem: &WmdProblem) -> BTreeMap<String, f64> {
+        let vs = problem.query().len() as f64;
+        let nnz = problem.nnz() as f64;
+        BTreeMap::from([
+            ("nnz".to_string(), nnz),
+            ("query_words".to_string(), vs),
+            ("nnz_x_query".to_string(), nnz * vs),
+            ("vocab".to_string(), problem.vocab() as f64),
+            ("docs".to_string(), problem.num_docs() as f64),
+        ])
+    }
+}
+
+fn problem_of(input: &PreparedInput) -> Result<&WmdProblem> {
+    input
+        .downcast_ref::<WmdProblem>()
+        .ok_or_else(|| anyhow!("internal: the prepared input is not a Sinkhorn problem"))
 }
 
 /// Real documents, the first `docs` of them as targets and document `query_doc` as the query:

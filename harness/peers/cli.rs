@@ -1,0 +1,119 @@
+//! `parbench peers`: install the shipped peers and list them.
+
+use super::install::{self, Availability};
+use super::registry;
+use anyhow::Result;
+use clap::Subcommand;
+use std::process::ExitCode;
+
+/// The peers' commands.
+#[derive(Subcommand)]
+pub enum PeersCommand {
+    /// Make the peers' virtual environment in the peers cache dir ($PARBENCH_PEERS_DIR, else
+    /// $XDG_CACHE_HOME/parbench/peers, else ~/.cache/parbench/peers) and pip-install their pinned
+    /// packages from PyPI into it (about a minute; needs python3 with venv, and PyPI). An
+    /// environment already there is replaced once the new one is complete.
+    Install {
+        /// The Python that makes the environment.
+        #[arg(long, default_value = "python3")]
+        python: String,
+    },
+    /// The shipped peers: family, program, what each is, and whether and which versions are installed.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `parbench peers` command.
+pub fn run(command: PeersCommand) -> Result<ExitCode> {
+    let dir = install::cache_dir()?;
+    match command {
+        PeersCommand::Install { python } => {
+            eprintln!(
+                "installing {} into {}",
+                registry().requirements.join(" "),
+                dir.display()
+            );
+            let installed = install::install(&dir, &python)?;
+            println!(
+                "peers installed in {} (Python {}):",
+                dir.display(),
+                installed.python
+            );
+            for (name, version) in &installed.versions {
+                println!("  {name} {version}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        PeersCommand::List { json } => {
+            let availability = install::availability(&dir);
+            let installed = match &availability {
+                Availability::Ready(i) => Some(i),
+                _ => None,
+            };
+            let version_of = |package: &str| -> Option<String> {
+                installed.and_then(|i| i.versions.get(package).cloned())
+            };
+            if json {
+                let peers: Vec<serde_json::Value> = registry()
+                    .peers
+                    .iter()
+                    .map(|(name, p)| {
+                        let versions: serde_json::Map<String, serde_json::Value> = p
+                            .packages
+                            .iter()
+                            .filter_map(|k| version_of(k).map(|v| (k.clone(), v.into())))
+                            .collect();
+                        serde_json::json!({
+                            "name": name,
+                            "family": p.family,
+                            "program": format!("peers/{}", p.program),
+                            "about": p.about,
+                            "installed": installed.is_some(),
+                            "versions": versions,
+                        })
+                    })
+                    .collect();
+                let doc = serde_json::json!({
+                    "cache_dir": dir,
+                    "installed": installed,
+                    "problem": install::not_ready(&dir, &availability),
+                    "peers": peers,
+                });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            match install::not_ready(&dir, &availability) {
+                None => println!(
+                    "peers cache dir: {} (installed {}, Python {})",
+                    dir.display(),
+                    installed.map_or("", |i| i.installed.as_str()),
+                    installed.map_or("", |i| i.python.as_str())
+                ),
+                Some(why) => println!("{why}"),
+            }
+            for (name, p) in &registry().peers {
+                let versions: Vec<String> = p
+                    .packages
+                    .iter()
+                    .map(|k| match version_of(k) {
+                        Some(v) => format!("{k} {v}"),
+                        None => format!("{k} (not installed)"),
+                    })
+                    .collect();
+                println!(
+                    "{name:<14} {:<9} peers/{}\n{:<25}{}\n{:<25}{}",
+                    p.family,
+                    p.program,
+                    "",
+                    p.about,
+                    "",
+                    versions.join(", ")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

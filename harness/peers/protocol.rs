@@ -1,0 +1,265 @@
+//! One run of a peer (`docs/peers.md`): the point's input is written once into a work directory
+//! ([`PeerWork`]), each run gets an empty output directory and a request, the process is
+//! started and timed as a whole, and its `timing.json` and output files become a
+//! [`Measurement`]. Every way a peer can fail (exit status, time limit, missing or malformed
+//! output) is an error naming the peer, with the last lines of its standard error.
+
+use super::{install, Peer, Program, PROGRAMS};
+use crate::family::{Family, Measurement, PeerInput, PreparedInput, TypedPoint};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The protocol version parbench speaks.
+pub const PROTOCOL: u32 = 1;
+
+/// The metric holding the seconds of the whole peer process (start to exit).
+pub const PROCESS_METRIC: &str = "process_s";
+
+/// How many lines of a failed peer's standard error an error shows.
+const STDERR_TAIL_LINES: usize = 15;
+
+/// A point's input as peer files, written once and shared by every run of every peer at the
+/// point; removed with the value.
+pub struct PeerWork {
+    family: &'static str,
+    dir: tempfile::TempDir,
+    input: PeerInput,
+    runs: usize,
+}
+
+impl PeerWork {
+    /// Writes the point's input, and the shipped programs, into a fresh work directory.
+    pub fn prepare(
+        family: &dyn Family,
+        input: &PreparedInput,
+        point: &TypedPoint,
+    ) -> Result<PeerWork> {
+        let dir = tempfile::Builder::new()
+            .prefix("parbench-peer-")
+            .tempdir()
+            .context("cannot make a work directory for the peers")?;
+        let input_dir = dir.path().join("input");
+        let programs = dir.path().join("programs");
+        for d in [&input_dir, &programs] {
+            std::fs::create_dir(d).with_context(|| format!("cannot create {}", d.display()))?;
+        }
+        let mut peer_input = family
+            .peer_input(input, point, &input_dir)
+            .context("writing the point's input for the peers")?;
+        for path in peer_input.files.values_mut() {
+            *path = format!("input/{path}");
+        }
+        for (file, text) in PROGRAMS {
+            std::fs::write(programs.join(file), text)
+                .with_context(|| format!("cannot write the peer program {file}"))?;
+        }
+        Ok(PeerWork {
+            family: family.name(),
+            dir,
+            input: peer_input,
+            runs: 0,
+        })
+    }
+
+    /// The work directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// What a peer reports of itself in `timing.json`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Timing {
+    compute_s: f64,
+    #[serde(default)]
+    phases_s: BTreeMap<String, f64>,
+    #[serde(default)]
+    metrics: BTreeMap<String, f64>,
+}
+
+/// Runs `peer` once at the point `work` was prepared for, with `threads` threads.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    peer: &Peer,
+    work: &mut PeerWork,
+    family: &dyn Family,
+    input: &PreparedInput,
+    point: &TypedPoint,
+    threads: usize,
+    seed: u64,
+) -> Result<Measurement> {
+    run_with(peer, work, threads, seed, |output_dir| {
+        family.peer_output(input, point, output_dir)
+    })
+    .with_context(|| format!("peer `{}`", peer.name))
+}
+
+fn run_with(
+    peer: &Peer,
+    work: &mut PeerWork,
+    threads: usize,
+    seed: u64,
+    read_output: impl FnOnce(&Path) -> Result<Measurement>,
+) -> Result<Measurement> {
+    let k = work.runs;
+    work.runs += 1;
+    let output_rel = format!("output-{k}");
+    let output_dir = work.path().join(&output_rel);
+    std::fs::create_dir(&output_dir)
+        .with_context(|| format!("cannot create {}", output_dir.display()))?;
+    let request = serde_json::json!({
+        "protocol": PROTOCOL,
+        "family": work.family,
+        "peer": peer.name,
+        "threads": threads,
+        "seed": seed,
+        "params": work.input.params,
+        "input": work.input.files,
+        "output": output_rel,
+    });
+    let request_path = work.path().join(format!("request-{k}.json"));
+    std::fs::write(&request_path, serde_json::to_vec_pretty(&request)?)
+        .with_context(|| format!("cannot write {}", request_path.display()))?;
+
+    let argv = argv(peer, work.path())?;
+    let stderr_path = work.path().join(format!("stderr-{k}.txt"));
+    let stdout_path = work.path().join(format!("stdout-{k}.txt"));
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .arg(&request_path)
+        .current_dir(work.path())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_path)?)
+        .stderr(std::fs::File::create(&stderr_path)?);
+    let start = Instant::now();
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start {}", show(&argv)))?;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > peer.timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "ran past its time limit of {:.0} s and was stopped{}",
+                peer.timeout.as_secs_f64(),
+                stderr_tail(&stderr_path)
+            );
+        }
+        // Python alone takes tens of milliseconds to start; a millisecond's latency in
+        // noticing the exit is within the process time's noise.
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let process_s = start.elapsed().as_secs_f64();
+    if !status.success() {
+        bail!(
+            "{} exited with {status}{}",
+            show(&argv),
+            stderr_tail(&stderr_path)
+        );
+    }
+    let timing_path = output_dir.join("timing.json");
+    let timing: Timing = std::fs::read(&timing_path)
+        .map_err(|e| anyhow!("wrote no {} ({e})", timing_path.display()))
+        .and_then(|bytes| {
+            serde_json::from_slice(&bytes)
+                .map_err(|e| anyhow!("{} is malformed: {e}", timing_path.display()))
+        })
+        .map_err(|e| anyhow!("{e}{}", stderr_tail(&stderr_path)))?;
+    if !(timing.compute_s.is_finite() && timing.compute_s >= 0.0) {
+        bail!(
+            "{}: compute_s is {}, expected seconds >= 0",
+            timing_path.display(),
+            timing.compute_s
+        );
+    }
+    for (name, x) in timing.phases_s.iter().chain(&timing.metrics) {
+        if !x.is_finite() {
+            bail!(
+                "{}: `{name}` is {x}, not a finite number",
+                timing_path.display()
+            );
+        }
+    }
+    let mut m =
+        read_output(&output_dir).map_err(|e| anyhow!("{e:#}{}", stderr_tail(&stderr_path)))?;
+    m.wall_time_s = timing.compute_s;
+    m.phases_s.extend(timing.phases_s);
+    m.metrics.extend(timing.metrics);
+    m.metrics.insert(PROCESS_METRIC.to_string(), process_s);
+    if let Some(&flops) = m.metrics.get("flops") {
+        if timing.compute_s > 0.0 {
+            m.metrics
+                .insert("gflop_per_s".to_string(), flops / timing.compute_s / 1e9);
+        }
+    }
+    // The outputs of a finished run are read; the input stays for the next run.
+    let _ = std::fs::remove_dir_all(&output_dir);
+    Ok(m)
+}
+
+/// The command line that starts `peer`, without the request path.
+fn argv(peer: &Peer, work_dir: &Path) -> Result<Vec<OsString>> {
+    match &peer.program {
+        Program::Shipped { file, .. } => {
+            let dir = install::cache_dir()?;
+            if let Some(why) = install::not_ready(&dir, &install::availability(&dir)) {
+                bail!("{why}");
+            }
+            Ok(vec![
+                install::python(&dir).into_os_string(),
+                work_dir.join("programs").join(file).into_os_string(),
+            ])
+        }
+        Program::Declared { argv, dir } => {
+            let Some((program, args)) = argv.split_first() else {
+                bail!("its command is empty");
+            };
+            // `./x` and `sub/x` are the experiment folder's; a bare name is looked up on PATH.
+            let program: OsString = if program.contains('/') && Path::new(program).is_relative() {
+                dir.join(program).into_os_string()
+            } else {
+                program.into()
+            };
+            let args = args.iter().map(|a| {
+                let p = dir.join(a);
+                if a.contains('/') && Path::new(a).is_relative() && p.exists() {
+                    p.into_os_string()
+                } else {
+                    a.into()
+                }
+            });
+            Ok(std::iter::once(program).chain(args).collect())
+        }
+    }
+}
+
+fn show(argv: &[OsString]) -> String {
+    argv.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `; its standard error ended with:` and the last lines, or nothing when it printed nothing.
+fn stderr_tail(path: &PathBuf) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return "; it printed nothing on standard error".to_string();
+    }
+    let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
+    format!(
+        "; its standard error ended with:\n    {}",
+        tail.join("\n    ")
+    )
+}

@@ -1,0 +1,209 @@
+//! Peers through the harness (`docs/peers.md`): a declared peer written in plain Python (no
+//! numpy: `tests/integration/peers/plain_sinkhorn_peer.py`, the iteration from its definition,
+//! one document at a time) runs beside parbench's Sinkhorn variants and agrees with them; every
+//! way a peer can fail is an error naming it, with its standard error, and never a row; a
+//! declared peer's mistakes are plan errors with positions; shipped peers that were never
+//! installed are refused with how to install them.
+
+use crate::support::{parbench, stderr, stdout};
+use parbench::exec::runner::{self, ProgressMode};
+use parbench::experiment::plan;
+use std::path::{Path, PathBuf};
+
+const PEER: &str = "tests/integration/peers/plain_sinkhorn_peer.py";
+
+/// An experiment running `dense`, `fused` and the plain peer in `mode` (its time limit
+/// `timeout_s`), in a fresh folder holding a copy of the peer.
+fn experiment(mode: &str, timeout_s: f64) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(PEER),
+        dir.path().join("peer.py"),
+    )
+    .unwrap();
+    let file = dir.path().join("peers.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: peers_under_test
+paper: none
+reproduces: none
+family: sinkhorn
+data: {{ source: synthetic, seed: 11 }}
+params: {{ vocab: 40, dim: 5, docs: 6, words_per_doc: 4, query_words: 3, lambda: 1.5, iters: 9 }}
+peers:
+  plain:
+    command: [python3, ./peer.py, {mode}]
+    about: the iteration in plain Python
+    timeout_s: {timeout_s}
+variants: [dense, fused, plain]
+repetitions: 2
+equivalence: {{ reference: dense, rel_tol: 1.0e-12 }}
+claims:
+  - {{ kind: equivalence, name: the peer agrees with dense }}
+"
+        ),
+    )
+    .unwrap();
+    (dir, file)
+}
+
+fn run(mode: &str, timeout_s: f64) -> anyhow::Result<runner::RunSummary> {
+    let (dir, file) = experiment(mode, timeout_s);
+    let plan = plan::build(&file, false, None).unwrap();
+    runner::run(&plan, &dir.path().join("run"), false, ProgressMode::Silent)
+}
+
+#[test]
+fn a_declared_peer_runs_beside_the_variants_and_agrees_with_them() {
+    let (dir, file) = experiment("ok", 60.0);
+    let plan = plan::build(&file, false, None).unwrap();
+    assert_eq!(plan.peers.keys().collect::<Vec<_>>(), ["plain"]);
+    let summary = runner::run(&plan, &dir.path().join("run"), false, ProgressMode::Silent).unwrap();
+    assert!(summary.passed(), "{:?}", summary.claims);
+    let peer_rows: Vec<_> = summary
+        .rows
+        .iter()
+        .filter(|r| r.variant == "plain")
+        .collect();
+    assert_eq!(peer_rows.len(), 2);
+    for row in peer_rows {
+        let err = row
+            .equiv_rel_error
+            .expect("the peer is compared with dense");
+        assert!(err <= 1e-12, "{err:e}");
+        // Its own compute time, and the whole process's, which includes Python's start.
+        let process = row.metrics["process_s"];
+        assert!(
+            row.wall_time_s > 0.0 && process > row.wall_time_s,
+            "{row:?}"
+        );
+        assert_eq!(row.metrics["documents"], 6.0, "its own metrics are kept");
+        assert_eq!(row.metrics["docs"], 6.0, "and parbench's sizes are added");
+    }
+    let meta = parbench::results::read_meta(&dir.path().join("run")).unwrap();
+    let record = &meta.peers["plain"];
+    assert_eq!(record.program, "python3 ./peer.py ok");
+    assert_eq!(record.about, "the iteration in plain Python");
+}
+
+#[test]
+fn a_failing_peer_is_an_error_with_its_standard_error() {
+    let e = format!("{:#}", run("fail", 60.0).unwrap_err());
+    assert!(e.contains("peer `plain`"), "{e}");
+    assert!(e.contains("exited with exit status: 1"), "{e}");
+    assert!(e.contains("the solver diverged on purpose"), "{e}");
+}
+
+#[test]
+fn a_peer_past_its_time_limit_is_stopped() {
+    let e = format!("{:#}", run("sleep", 0.5).unwrap_err());
+    assert!(
+        e.contains("peer `plain`") && e.contains("time limit of 0 s"),
+        "{e}"
+    );
+}
+
+#[test]
+fn malformed_or_missing_output_is_an_error_naming_the_file() {
+    let e = format!("{:#}", run("nan", 60.0).unwrap_err());
+    assert!(
+        e.contains("distances.csv:7: NaN is not a finite number"),
+        "{e}"
+    );
+    let e = format!("{:#}", run("short", 60.0).unwrap_err());
+    assert!(e.contains("5 distances for 6 documents"), "{e}");
+    let e = format!("{:#}", run("notiming", 60.0).unwrap_err());
+    assert!(e.contains("wrote no") && e.contains("timing.json"), "{e}");
+}
+
+#[test]
+fn a_declared_peers_mistakes_are_plan_errors_with_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(
+        &file,
+        "name: bad_peers
+paper: none
+reproduces: none
+family: sinkhorn
+data: { source: synthetic, seed: 1 }
+peers:
+  fused:
+    command: [python3, x.py]
+  empty:
+    command: []
+    timeout_s: -1
+variants: [dense, empty, pott]
+",
+    )
+    .unwrap();
+    let e = plan::build(&file, false, None).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.yaml:7:3: peer `fused` has the name of a sinkhorn variant or shipped peer"),
+        "{e}"
+    );
+    assert!(
+        e.contains("bad.yaml:10:5: peer `empty` has an empty command"),
+        "{e}"
+    );
+    assert!(
+        e.contains("bad.yaml:11:5: peer `empty` has timeout_s -1"),
+        "{e}"
+    );
+    // The list of valid variants names the shipped peers and the declared ones.
+    assert!(e.contains("unknown variant `pott`"), "{e}");
+    assert!(
+        e.contains("pot") && e.contains("paper-python") && e.contains("empty"),
+        "{e}"
+    );
+}
+
+#[test]
+fn shipped_peers_never_installed_are_refused_with_how_to_install_them() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pot.yaml");
+    std::fs::write(
+        &file,
+        "name: needs_pot
+paper: none
+reproduces: none
+family: sinkhorn
+data: { source: synthetic, seed: 1 }
+params: { vocab: 40, dim: 5, docs: 6, words_per_doc: 4, query_words: 3 }
+variants: [dense, pot]
+",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parbench"))
+        .env("PARBENCH_PEERS_DIR", cache.path())
+        .args(["run", file.to_str().unwrap(), "--out"])
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("needs_pot: it runs the peers pot"), "{e}");
+    assert!(
+        e.contains("not installed") && e.contains("parbench peers install"),
+        "{e}"
+    );
+    assert!(
+        !dir.path().join("run").exists(),
+        "nothing ran, nothing was written"
+    );
+
+    let list = std::process::Command::new(env!("CARGO_BIN_EXE_parbench"))
+        .env("PARBENCH_PEERS_DIR", cache.path())
+        .args(["peers", "list"])
+        .output()
+        .unwrap();
+    let text = stdout(&list);
+    assert!(text.contains("the peers are not installed"), "{text}");
+    assert!(
+        text.contains("pot ") && text.contains("POT (not installed)"),
+        "{text}"
+    );
+    let _ = parbench; // the shared helper is for commands without an environment of their own
+}
