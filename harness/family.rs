@@ -242,13 +242,21 @@ pub trait Family: Send + Sync {
     ) -> anyhow::Result<PeerInput>;
     /// Reads what a peer wrote into `dir` (its output files, not `timing.json`) as a
     /// measurement: the output compared for equivalence, and the metrics parbench computes
-    /// itself (sizes, quality scores). Times are the runner's.
+    /// itself (sizes, quality scores, rates over the peer's `compute_s`). Times are the runner's.
     fn peer_output(
         &self,
         input: &PreparedInput,
         point: &TypedPoint,
         dir: &Path,
+        compute_s: f64,
     ) -> anyhow::Result<Measurement>;
+    /// Runs this family's `variant` as a peer would (`parbench peer-serve`): reads the files of
+    /// `request`, computes, and writes the output files and `timing.json`.
+    fn serve_peer(
+        &self,
+        variant: &str,
+        request: &crate::peers::protocol::Request,
+    ) -> anyhow::Result<()>;
 }
 
 /// A point's input as a peer sees it: its files (role -> path relative to the work directory)
@@ -344,9 +352,22 @@ pub trait TypedFamily: Send + Sync {
         input: &PreparedInput,
         point: &Self::Point,
         dir: &Path,
+        compute_s: f64,
     ) -> anyhow::Result<Measurement> {
-        let _ = (input, point, dir);
+        let _ = (input, point, dir, compute_s);
         anyhow::bail!("the {} family has no peer protocol", Self::NAME)
+    }
+    /// See [`Family::serve_peer`].
+    fn serve_peer(
+        &self,
+        variant: &str,
+        request: &crate::peers::protocol::Request,
+    ) -> anyhow::Result<()> {
+        let _ = request;
+        anyhow::bail!(
+            "the {} family cannot run its variant {variant} as a peer process",
+            Self::NAME
+        )
     }
 }
 
@@ -450,7 +471,15 @@ impl<F: TypedFamily> Family for F {
         input: &PreparedInput,
         point: &TypedPoint,
         dir: &Path,
+        compute_s: f64,
     ) -> anyhow::Result<Measurement> {
-        TypedFamily::peer_output(self, input, downcast(point, F::NAME)?, dir)
+        TypedFamily::peer_output(self, input, downcast(point, F::NAME)?, dir, compute_s)
+    }
+    fn serve_peer(
+        &self,
+        variant: &str,
+        request: &crate::peers::protocol::Request,
+    ) -> anyhow::Result<()> {
+        TypedFamily::serve_peer(self, variant, request)
     }
 }

@@ -207,6 +207,16 @@ machines' times."
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// (internal) Runs a parbench variant as a peer on a request's files (the peer protocol of
+    /// docs/peers.md), so its whole-process time stands beside the other peers'.
+    #[command(hide = true)]
+    PeerServe {
+        /// The variant of the request's family.
+        #[arg(long)]
+        variant: String,
+        /// The request file.
+        request: PathBuf,
+    },
     /// (internal) One point of an experiment on every process of an MPI job; the harness starts
     /// it through the experiment's `launcher` for `backend: mpi` points.
     #[command(hide = true)]
@@ -500,6 +510,17 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Peers(cmd) => parbench::peers::cli::run(cmd),
+        Command::PeerServe { variant, request } => {
+            let request = parbench::peers::protocol::Request::read(&request)?;
+            let family = families::find(&request.family).with_context(|| {
+                format!(
+                    "the request names no family of parbench: {}",
+                    request.family
+                )
+            })?;
+            family.serve_peer(&variant, &request)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Info { quick, json } => {
             let info = machine::collect(quick);
             if json {
@@ -949,6 +970,7 @@ fn list_json(experiments: &Path) -> serde_json::Value {
             serde_json::json!({
                 "name": f.name(),
                 "variants": f.variants(),
+                "peers": parbench::peers::shipped_for(f.name()),
                 "outputs_agree": f.outputs_agree(),
                 "parameters": f.params().iter().map(|p| serde_json::json!({
                     "name": p.name,
@@ -992,6 +1014,10 @@ fn list(experiments: &Path) {
     for f in families::registry() {
         println!("family {}", f.name());
         println!("  variants: {}", f.variants().join(", "));
+        let peers = parbench::peers::shipped_for(f.name());
+        if !peers.is_empty() {
+            println!("  peers (parbench peers list): {}", peers.join(", "));
+        }
         println!("  parameters:");
         for p in f.params() {
             let kind = match &p.choices {

@@ -38,7 +38,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const WIDTH: u32 = 1024;
@@ -118,14 +118,16 @@ pub fn draw_run_figures(
     let dir = crate::results::figures_dir(run_dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut out = Vec::new();
-    let footnote = crate::results::read_meta(run_dir)
-        .map(|meta| machine_footnote(&meta))
+    let meta = crate::results::read_meta(run_dir).ok();
+    let footnote = meta.as_ref().map(machine_footnote).unwrap_or_default();
+    let peers: BTreeSet<String> = meta
+        .map(|m| m.peers.into_keys().collect())
         .unwrap_or_default();
     // Read once, and only when a figure needs it.
     let mut traces: Option<anyhow::Result<Vec<TraceRow>>> = None;
     for fig in figs {
         let drawn = match fig.kind {
-            FigureKind::Results => plot_figure(fig, rows, &dir, &footnote),
+            FigureKind::Results => plot_figure_with_peers(fig, rows, &dir, &footnote, &peers),
             FigureKind::Trace => {
                 match traces.get_or_insert_with(|| crate::results::read_traces(run_dir)) {
                     Ok(traces) => plot_trace_figure(fig, traces, &dir, &footnote),
@@ -171,7 +173,21 @@ pub fn plot_figure(
     out_dir: &Path,
     footnote: &str,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    let data = FigureData::build(fig, rows).with_context(|| format!("figure `{}`", fig.name))?;
+    plot_figure_with_peers(fig, rows, out_dir, footnote, &BTreeSet::new())
+}
+
+/// [`plot_figure`], with the variants in `peers` (programs outside parbench) drawn dashed and
+/// labelled "(peer)".
+pub fn plot_figure_with_peers(
+    fig: &FigureConfig,
+    rows: &[ResultRow],
+    out_dir: &Path,
+    footnote: &str,
+    peers: &BTreeSet<String>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut data =
+        FigureData::build(fig, rows).with_context(|| format!("figure `{}`", fig.name))?;
+    data.peers = peers.clone();
     write_figure(fig, &data, out_dir, footnote)
 }
 
@@ -381,6 +397,8 @@ struct FigureData {
     categories: Option<Vec<String>>,
     x_label: String,
     y_label: String,
+    /// The series that are peers (programs outside parbench): drawn dashed, labelled so.
+    peers: BTreeSet<String>,
 }
 
 /// Repetition -> y of one point of one variant.
@@ -665,6 +683,7 @@ impl FigureData {
             categories,
             x_label,
             y_label,
+            peers: BTreeSet::new(),
         })
     }
 }
@@ -855,6 +874,15 @@ fn display_unit(label: &str, largest: f64) -> (String, f64) {
 }
 
 impl FigureData {
+    /// A series' name in the legend: a peer's says so.
+    fn label(&self, name: &str) -> String {
+        if self.peers.contains(name) {
+            format!("{name} (peer)")
+        } else {
+            name.to_string()
+        }
+    }
+
     /// The data in the units its axes are drawn in ([`display_unit`]); a categorical x stays.
     fn in_display_units(&self) -> FigureData {
         let largest = |values: &mut dyn Iterator<Item = f64>| {
@@ -895,6 +923,7 @@ impl FigureData {
             categories: self.categories.clone(),
             x_label,
             y_label,
+            peers: self.peers.clone(),
         }
     }
 }
@@ -1275,7 +1304,7 @@ where
     let label_w = data
         .series
         .iter()
-        .map(|s| width_of(&s.name, LEGEND_PX))
+        .map(|s| width_of(&data.label(&s.name), LEGEND_PX))
         .max()
         .unwrap_or(0);
     let rows = data.series.len() as u32;
@@ -1297,7 +1326,7 @@ where
         let widths: Vec<u32> = data
             .series
             .iter()
-            .map(|s| LEGEND_ICON + width_of(&s.name, LEGEND_PX) + 20)
+            .map(|s| LEGEND_ICON + width_of(&data.label(&s.name), LEGEND_PX) + 20)
             .collect();
         let layout = |columns: usize| -> Vec<u32> {
             (0..columns)
@@ -1327,7 +1356,7 @@ where
             let x0 = (left + column_w[..i % columns].iter().sum::<u32>()) as i32;
             let y0 = (4 + (i / columns) as u32 * step + step / 2) as i32;
             draw_legend_sample(&band, (x0, y0), index, color)?;
-            band.draw_text(&s.name, &style, (x0 + LEGEND_ICON as i32, y0))?;
+            band.draw_text(&data.label(&s.name), &style, (x0 + LEGEND_ICON as i32, y0))?;
         }
         area = rest;
     }
@@ -1400,11 +1429,18 @@ where
                 )
             }))?;
         }
-        let anno = chart.draw_series(LineSeries::new(
-            points.iter().map(|p| (p.x, p.mid)),
-            color.stroke_width(LINE_WIDTH),
-        ))?;
-        anno.label(series.name.as_str());
+        let line_points = points.iter().map(|p| (p.x, p.mid));
+        let anno = if data.peers.contains(&series.name) {
+            chart.draw_series(DashedLineSeries::new(
+                line_points,
+                14,
+                8,
+                color.stroke_width(LINE_WIDTH),
+            ))?
+        } else {
+            chart.draw_series(LineSeries::new(line_points, color.stroke_width(LINE_WIDTH)))?
+        };
+        anno.label(data.label(&series.name));
         // The legend shows a line segment with the series' marker on it. Each shape is its own
         // type (plotters' dynamic elements would force a 'static backend), hence the match.
         let style = color.filled();
@@ -1664,6 +1700,7 @@ mod tests {
             categories: None,
             x_label: String::new(),
             y_label: String::new(),
+            peers: BTreeSet::new(),
         }
     }
 

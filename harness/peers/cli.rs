@@ -69,7 +69,7 @@ pub fn run(command: PeersCommand) -> Result<ExitCode> {
                         serde_json::json!({
                             "name": name,
                             "family": p.family,
-                            "program": format!("peers/{}", p.program),
+                            "program": p.command(),
                             "about": p.about,
                             "installed": installed.is_some(),
                             "versions": versions,
@@ -104,13 +104,17 @@ pub fn run(command: PeersCommand) -> Result<ExitCode> {
                     })
                     .collect();
                 println!(
-                    "{name:<14} {:<9} peers/{}\n{:<25}{}\n{:<25}{}",
+                    "{name:<18} {:<9} {}\n{:<29}{}\n{:<29}{}",
                     p.family,
-                    p.program,
+                    p.command(),
                     "",
                     p.about,
                     "",
-                    versions.join(", ")
+                    if versions.is_empty() {
+                        format!("parbench {}", crate::results::PARBENCH_VERSION)
+                    } else {
+                        versions.join(", ")
+                    }
                 );
             }
             Ok(ExitCode::SUCCESS)

@@ -44,6 +44,14 @@ pub fn write_word2vec_text<'a>(
 
 /// Lines of one CSV column under the header `header`, each a finite number.
 pub fn read_number_column(path: &Path, header: &str) -> Result<Vec<f64>> {
+    Ok(read_number_rows(path, header)?
+        .into_iter()
+        .map(|row| row[0])
+        .collect())
+}
+
+/// The rows of a CSV of finite numbers under the header `header` (`a,b`: two per row).
+pub fn read_number_rows(path: &Path, header: &str) -> Result<Vec<Vec<f64>>> {
     let lines = read_lines(path)?;
     let Some((first, rest)) = lines.split_first() else {
         bail!(
@@ -58,10 +66,25 @@ pub fn read_number_column(path: &Path, header: &str) -> Result<Vec<f64>> {
             first.trim()
         );
     }
+    let width = header.split(',').count();
     rest.iter()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| parse_finite(l.trim(), path, i + 2))
+        .map(|(i, l)| {
+            let row: Vec<f64> = l
+                .split(',')
+                .map(|f| parse_finite(f.trim(), path, i + 2))
+                .collect::<Result<_>>()?;
+            if row.len() != width {
+                bail!(
+                    "{}:{}: {} fields, expected {width} ({header})",
+                    path.display(),
+                    i + 2,
+                    row.len()
+                );
+            }
+            Ok(row)
+        })
         .collect()
 }
 

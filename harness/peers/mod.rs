@@ -34,14 +34,31 @@ pub struct Registry {
 pub struct ShippedPeer {
     /// The family whose variants it stands beside.
     pub family: String,
-    /// Its program among [`PROGRAMS`].
-    pub program: String,
+    /// Its program among [`PROGRAMS`] (or `parbench`).
+    #[serde(default)]
+    pub program: Option<String>,
+    /// A parbench variant run as its own process on the peer files (`parbench peer-serve`),
+    /// so its whole-process time, loading included, stands beside the peers'.
+    #[serde(default)]
+    pub parbench: Option<String>,
     /// The distributions it imports (their versions go into the run's `meta.json`).
+    #[serde(default)]
     pub packages: Vec<String>,
     /// What it is, for `parbench peers list` and the report.
     pub about: String,
     #[serde(default)]
     pub timeout_s: Option<f64>,
+}
+
+impl ShippedPeer {
+    /// What starts it, as `parbench peers list` shows it.
+    pub fn command(&self) -> String {
+        match (&self.program, &self.parbench) {
+            (_, Some(variant)) => format!("parbench peer-serve --variant {variant}"),
+            (Some(file), None) => format!("peers/{file}"),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 const REGISTRY_YAML: &str = include_str!("../../peers/peers.yaml");
@@ -106,11 +123,13 @@ pub enum Program {
     /// An experiment's own command; relative paths in it are taken from `dir`, the experiment
     /// file's folder.
     Declared { argv: Vec<String>, dir: PathBuf },
+    /// This parbench's variant `variant`, as its own process reading the peer files.
+    Parbench { variant: String },
 }
 
 impl Peer {
     /// Whether this peer needs the shipped virtual environment.
-    pub fn is_shipped(&self) -> bool {
+    pub fn needs_env(&self) -> bool {
         matches!(self.program, Program::Shipped { .. })
     }
 }
@@ -135,14 +154,22 @@ pub fn resolve(
         });
     }
     let shipped = registry().peers.get(name).filter(|p| p.family == family)?;
+    let program = match (&shipped.program, &shipped.parbench) {
+        (_, Some(variant)) => Program::Parbench {
+            variant: variant.clone(),
+        },
+        (Some(file), None) => Program::Shipped {
+            file: file.clone(),
+            packages: shipped.packages.clone(),
+        },
+        // The registry test proves every entry has one of the two.
+        (None, None) => return None,
+    };
     Some(Peer {
         name: name.to_string(),
         about: shipped.about.clone(),
         timeout: timeout(shipped.timeout_s),
-        program: Program::Shipped {
-            file: shipped.program.clone(),
-            packages: shipped.packages.clone(),
-        },
+        program,
     })
 }
 
@@ -161,7 +188,7 @@ pub fn shipped_for(family: &str) -> Vec<&'static str> {
 pub fn not_ready<'p>(peers: impl IntoIterator<Item = &'p Peer>) -> Option<String> {
     let shipped: Vec<&str> = peers
         .into_iter()
-        .filter(|p| p.is_shipped())
+        .filter(|p| p.needs_env())
         .map(|p| p.name.as_str())
         .collect();
     if shipped.is_empty() {
@@ -213,6 +240,13 @@ pub fn records(peers: &BTreeMap<String, Peer>) -> BTreeMap<String, PeerRecord> {
                     (format!("peers/{file}"), versions)
                 }
                 Program::Declared { argv, .. } => (argv.join(" "), BTreeMap::new()),
+                Program::Parbench { variant } => (
+                    format!("parbench peer-serve --variant {variant}"),
+                    BTreeMap::from([(
+                        "parbench".to_string(),
+                        crate::results::PARBENCH_VERSION.to_string(),
+                    )]),
+                ),
             };
             let record = PeerRecord {
                 about: peer.about.clone(),
@@ -240,11 +274,22 @@ mod tests {
         let reg = registry();
         assert!(!reg.peers.is_empty());
         for (name, peer) in &reg.peers {
-            assert!(
-                PROGRAMS.iter().any(|(f, _)| *f == peer.program),
-                "peer {name}: program {} is not in PROGRAMS",
-                peer.program
-            );
+            match (&peer.program, &peer.parbench) {
+                (Some(program), None) => assert!(
+                    PROGRAMS.iter().any(|(f, _)| f == program),
+                    "peer {name}: program {program} is not in PROGRAMS"
+                ),
+                (None, Some(variant)) => {
+                    let family = crate::families::find(&peer.family).unwrap();
+                    assert!(
+                        family.variants().contains(&variant.as_str()),
+                        "peer {name}: no {} variant {variant}",
+                        peer.family
+                    );
+                    assert!(peer.packages.is_empty(), "peer {name} runs no Python");
+                }
+                _ => panic!("peer {name} needs exactly one of program and parbench"),
+            }
             assert!(
                 crate::families::find(&peer.family).is_some(),
                 "peer {name}: no family {}",
@@ -294,7 +339,7 @@ mod tests {
     fn a_shipped_peer_resolves_only_for_its_family() {
         let none = BTreeMap::new();
         let pot = resolve("pot", "sinkhorn", &none, Path::new(".")).unwrap();
-        assert!(pot.is_shipped());
+        assert!(pot.needs_env());
         assert!(resolve("pot", "lda", &none, Path::new(".")).is_none());
         assert!(resolve("nope", "sinkhorn", &none, Path::new(".")).is_none());
     }

@@ -7,7 +7,7 @@
 use super::{install, Peer, Program, PROGRAMS};
 use crate::family::{Family, Measurement, PeerInput, PreparedInput, TypedPoint};
 use anyhow::{anyhow, bail, Context, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -73,14 +73,93 @@ impl PeerWork {
 }
 
 /// What a peer reports of itself in `timing.json`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Timing {
-    compute_s: f64,
+pub struct Timing {
+    pub compute_s: f64,
     #[serde(default)]
-    phases_s: BTreeMap<String, f64>,
+    pub phases_s: BTreeMap<String, f64>,
     #[serde(default)]
-    metrics: BTreeMap<String, f64>,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl Timing {
+    /// Writes `timing.json` into `output_dir`, atomically: the peer's last write.
+    pub fn write(&self, output_dir: &Path) -> Result<()> {
+        let path = output_dir.join("timing.json");
+        crate::results::write_atomic(&path, &serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+/// A run's request (`request-<k>.json`): what the peer runs on and where it writes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Request {
+    pub protocol: u32,
+    pub family: String,
+    pub peer: String,
+    pub threads: usize,
+    pub seed: u64,
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// Role -> path relative to the request's folder.
+    pub input: BTreeMap<String, String>,
+    /// The output folder, relative to the request's folder.
+    pub output: String,
+    /// The request's folder, which the paths are relative to (not in the file).
+    #[serde(skip)]
+    pub base: PathBuf,
+}
+
+impl Request {
+    /// Reads a request file.
+    pub fn read(path: &Path) -> Result<Request> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let mut request: Request = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a peer request", path.display()))?;
+        if request.protocol != PROTOCOL {
+            bail!(
+                "{}: protocol {}, this parbench speaks {PROTOCOL}",
+                path.display(),
+                request.protocol
+            );
+        }
+        request.base = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        Ok(request)
+    }
+
+    /// The file playing `role`.
+    pub fn input(&self, role: &str) -> Result<PathBuf> {
+        self.input
+            .get(role)
+            .map(|p| self.base.join(p))
+            .ok_or_else(|| anyhow!("the request has no `{role}` input"))
+    }
+
+    /// The output folder.
+    pub fn output_dir(&self) -> PathBuf {
+        self.base.join(&self.output)
+    }
+
+    /// Parameter `key` as a number (`None` for null or absent).
+    pub fn number(&self, key: &str) -> Result<Option<f64>> {
+        match self.params.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| anyhow!("parameter `{key}` is {v}, expected a number")),
+        }
+    }
+
+    /// Parameter `key`, which must be given.
+    pub fn required(&self, key: &str) -> Result<f64> {
+        self.number(key)?
+            .ok_or_else(|| anyhow!("the request has no parameter `{key}`"))
+    }
 }
 
 /// Runs `peer` once at the point `work` was prepared for, with `threads` threads.
@@ -94,8 +173,8 @@ pub fn run(
     threads: usize,
     seed: u64,
 ) -> Result<Measurement> {
-    run_with(peer, work, threads, seed, |output_dir| {
-        family.peer_output(input, point, output_dir)
+    run_with(peer, work, threads, seed, |output_dir, compute_s| {
+        family.peer_output(input, point, output_dir, compute_s)
     })
     .with_context(|| format!("peer `{}`", peer.name))
 }
@@ -105,7 +184,7 @@ fn run_with(
     work: &mut PeerWork,
     threads: usize,
     seed: u64,
-    read_output: impl FnOnce(&Path) -> Result<Measurement>,
+    read_output: impl FnOnce(&Path, f64) -> Result<Measurement>,
 ) -> Result<Measurement> {
     let k = work.runs;
     work.runs += 1;
@@ -113,16 +192,17 @@ fn run_with(
     let output_dir = work.path().join(&output_rel);
     std::fs::create_dir(&output_dir)
         .with_context(|| format!("cannot create {}", output_dir.display()))?;
-    let request = serde_json::json!({
-        "protocol": PROTOCOL,
-        "family": work.family,
-        "peer": peer.name,
-        "threads": threads,
-        "seed": seed,
-        "params": work.input.params,
-        "input": work.input.files,
-        "output": output_rel,
-    });
+    let request = Request {
+        protocol: PROTOCOL,
+        family: work.family.to_string(),
+        peer: peer.name.clone(),
+        threads,
+        seed,
+        params: work.input.params.clone(),
+        input: work.input.files.clone(),
+        output: output_rel,
+        base: PathBuf::new(),
+    };
     let request_path = work.path().join(format!("request-{k}.json"));
     std::fs::write(&request_path, serde_json::to_vec_pretty(&request)?)
         .with_context(|| format!("cannot write {}", request_path.display()))?;
@@ -135,6 +215,7 @@ fn run_with(
         .args(&argv[1..])
         .arg(&request_path)
         .current_dir(work.path())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout_path)?)
         .stderr(std::fs::File::create(&stderr_path)?);
@@ -190,18 +271,12 @@ fn run_with(
             );
         }
     }
-    let mut m =
-        read_output(&output_dir).map_err(|e| anyhow!("{e:#}{}", stderr_tail(&stderr_path)))?;
+    let mut m = read_output(&output_dir, timing.compute_s)
+        .map_err(|e| anyhow!("{e:#}{}", stderr_tail(&stderr_path)))?;
     m.wall_time_s = timing.compute_s;
     m.phases_s.extend(timing.phases_s);
     m.metrics.extend(timing.metrics);
     m.metrics.insert(PROCESS_METRIC.to_string(), process_s);
-    if let Some(&flops) = m.metrics.get("flops") {
-        if timing.compute_s > 0.0 {
-            m.metrics
-                .insert("gflop_per_s".to_string(), flops / timing.compute_s / 1e9);
-        }
-    }
     // The outputs of a finished run are read; the input stays for the next run.
     let _ = std::fs::remove_dir_all(&output_dir);
     Ok(m)
@@ -218,6 +293,16 @@ fn argv(peer: &Peer, work_dir: &Path) -> Result<Vec<OsString>> {
             Ok(vec![
                 install::python(&dir).into_os_string(),
                 work_dir.join("programs").join(file).into_os_string(),
+            ])
+        }
+        Program::Parbench { variant } => {
+            let exe = std::env::current_exe()
+                .context("cannot find this parbench's own executable to start it as a peer")?;
+            Ok(vec![
+                exe.into_os_string(),
+                "peer-serve".into(),
+                "--variant".into(),
+                variant.into(),
             ])
         }
         Program::Declared { argv, dir } => {

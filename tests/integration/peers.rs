@@ -207,3 +207,168 @@ variants: [dense, pot]
     );
     let _ = parbench; // the shared helper is for commands without an environment of their own
 }
+
+/// A family's typed point from `params`.
+fn point(
+    family: &dyn parbench::family::Family,
+    params: &[(&str, parbench::family::Value)],
+) -> parbench::family::TypedPoint {
+    let params: parbench::family::Params = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    family
+        .typed_point(&params, &[])
+        .unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+#[test]
+fn fusedmm_peer_files_carry_the_problem_exactly_and_a_result_reads_back_exactly() {
+    use fusedmm::{local::local_kernel, mtx, Kernel, KernelOutput, Par, Problem};
+    use parbench::family::{Family, Value};
+    let family = parbench::families::fusedmm::FusedmmFamily;
+    for kernel in Kernel::ALL {
+        let p = point(
+            &family,
+            &[
+                ("rows", Value::Int(40)),
+                ("nnz_per_row", Value::Int(3)),
+                ("r", Value::Int(5)),
+                ("kernel", Value::Str(kernel.name().to_string())),
+            ],
+        );
+        let input = family.prepare(&p, None, 9).unwrap();
+        let problem = input.downcast_ref::<Problem>().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let files = family.peer_input(&input, &p, dir.path()).unwrap();
+        assert_eq!(files.params["kernel"], kernel.name());
+        match mtx::read_path(&dir.path().join(&files.files["s"])).unwrap() {
+            mtx::MatrixFile::Sparse(s) => assert_eq!(&s, problem.s()),
+            other => panic!("{other:?}"),
+        }
+        match mtx::read_path(&dir.path().join(&files.files["b"])).unwrap() {
+            mtx::MatrixFile::Dense(b) => assert_eq!(&b, problem.b()),
+            other => panic!("{other:?}"),
+        }
+        // A peer that wrote parbench's own result gives back exactly that result.
+        let out = local_kernel(problem, kernel, Par::threads(1)).unwrap();
+        let result = dir.path().join("result.mtx");
+        let mut file = std::fs::File::create(&result).unwrap();
+        match &out {
+            KernelOutput::Sparse(s) => mtx::write_coordinate(&mut file, s).unwrap(),
+            KernelOutput::Dense(d) => mtx::write_array(&mut file, d).unwrap(),
+        }
+        let m = family.peer_output(&input, &p, dir.path(), 0.5).unwrap();
+        assert_eq!(m.output, out.flatten(), "{}", kernel.name());
+        assert!(m.metrics["gflop_per_s"] > 0.0);
+        // The other shape of result is refused, naming the file.
+        let mut file = std::fs::File::create(&result).unwrap();
+        match &out {
+            KernelOutput::Sparse(_) => mtx::write_array(&mut file, problem.a()).unwrap(),
+            KernelOutput::Dense(_) => mtx::write_coordinate(&mut file, problem.s()).unwrap(),
+        }
+        let e = format!(
+            "{:#}",
+            family.peer_output(&input, &p, dir.path(), 0.5).unwrap_err()
+        );
+        assert!(e.contains("result.mtx"), "{e}");
+    }
+}
+
+#[test]
+fn an_sddmm_result_off_the_pattern_of_s_is_refused() {
+    use fusedmm::{mtx, Csr, Problem};
+    use parbench::family::{Family, Value};
+    let family = parbench::families::fusedmm::FusedmmFamily;
+    let p = point(
+        &family,
+        &[
+            ("rows", Value::Int(20)),
+            ("nnz_per_row", Value::Int(2)),
+            ("r", Value::Int(3)),
+            ("kernel", Value::Str("sddmm".to_string())),
+        ],
+    );
+    let input = family.prepare(&p, None, 3).unwrap();
+    let s = input.downcast_ref::<Problem>().unwrap().s();
+    // S less its last nonzero.
+    let mut triples: Vec<(usize, usize, f64)> = (0..s.nrows())
+        .flat_map(|i| {
+            let (cols, vals) = s.row(i);
+            cols.iter()
+                .zip(vals)
+                .map(move |(&j, &v)| (i, j as usize, v))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    triples.pop();
+    let fewer = Csr::from_triplets(s.nrows(), s.ncols(), &triples).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut file = std::fs::File::create(dir.path().join("result.mtx")).unwrap();
+    mtx::write_coordinate(&mut file, &fewer).unwrap();
+    let e = format!(
+        "{:#}",
+        family.peer_output(&input, &p, dir.path(), 0.1).unwrap_err()
+    );
+    assert!(e.contains("does not have the pattern of S"), "{e}");
+}
+
+#[test]
+fn lda_peer_files_carry_the_corpus_and_counts_are_scored_by_parbench() {
+    use parbench::family::{Family, Value};
+    let family = parbench::families::lda::LdaFamily;
+    let p = point(
+        &family,
+        &[
+            ("topics", Value::Int(4)),
+            ("docs", Value::Int(30)),
+            ("words", Value::Int(60)),
+            ("alpha", Value::Float(0.3)),
+            ("beta", Value::Float(0.05)),
+        ],
+    );
+    let input = family.prepare(&p, None, 5).unwrap();
+    let corpus = input.downcast_ref::<lda::Corpus>().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let files = family.peer_input(&input, &p, dir.path()).unwrap();
+    assert_eq!(files.params["topics"], 4);
+    // The docword file is the same bag of words per document.
+    let back = lda::Corpus::read_uci(&dir.path().join(&files.files["docword"]), None).unwrap();
+    assert_eq!(back.num_docs(), corpus.num_docs());
+    for (a, b) in back.docs().iter().zip(corpus.docs()) {
+        let (mut a, mut b) = (a.clone(), b.clone());
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
+    }
+    // A peer's final counts (here a random state's) are scored with parbench's likelihood.
+    let state = lda::LdaState::random(corpus, 4, 77);
+    let write = |name: &str, table: &[u32]| {
+        let text: String = table
+            .chunks(4)
+            .map(|row| {
+                let row: Vec<String> = row.iter().map(u32::to_string).collect();
+                row.join(",") + "\n"
+            })
+            .collect();
+        std::fs::write(dir.path().join(name), text).unwrap();
+    };
+    write("word_topic.csv", state.word_topic());
+    write("doc_topic.csv", state.doc_topic());
+    let m = family.peer_output(&input, &p, dir.path(), 2.0).unwrap();
+    assert_eq!(
+        m.metrics["final_loglik"],
+        state.log_likelihood(corpus, 0.3, 0.05)
+    );
+    let sampled = corpus.num_tokens() as f64 * m.metrics["iterations"];
+    assert_eq!(m.metrics["tokens_per_s"], sampled / 2.0);
+    // Counts that are not a state of this corpus are refused.
+    let mut doc_topic = state.doc_topic().to_vec();
+    doc_topic[0] += 1;
+    write("doc_topic.csv", &doc_topic);
+    let e = format!(
+        "{:#}",
+        family.peer_output(&input, &p, dir.path(), 2.0).unwrap_err()
+    );
+    assert!(e.contains("not a state of this corpus"), "{e}");
+}

@@ -635,6 +635,7 @@ impl TypedFamily for FusedmmFamily {
         input: &PreparedInput,
         point: &FusedmmPoint,
         dir: &Path,
+        compute_s: f64,
     ) -> Result<Measurement> {
         let problem = problem_in(input)?;
         let kernel = *point.kernel;
@@ -693,6 +694,10 @@ impl TypedFamily for FusedmmFamily {
             (
                 "flops".to_string(),
                 flops(kernel, problem.nnz(), problem.r()),
+            ),
+            (
+                "gflop_per_s".to_string(),
+                gflops(kernel, problem, compute_s),
             ),
         ]);
         Ok(Measurement {

@@ -45,7 +45,8 @@ pub mod cli;
 use crate::exec::bound::work_metrics;
 use crate::exec::ranks::Ranks;
 use crate::families::params::{positive, Choice, Named, PointIssue};
-use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
+use crate::family::{Measurement, PeerInput, PreparedInput, TraceStep, TypedFamily};
+use crate::peers::files as peer_files;
 use anyhow::{anyhow, bail, Context, Result};
 use lda::{
     Control, Corpus, DeltaEncoding, InnerSampler, IterationReport, LdaError, LdaParams, Par,
@@ -348,6 +349,114 @@ impl TypedFamily for LdaFamily {
     ) -> Result<Option<Measurement>> {
         measure(variant, input, point, threads, backend)
     }
+
+    fn peer_input(&self, input: &PreparedInput, point: &LdaPoint, dir: &Path) -> Result<PeerInput> {
+        let corpus = corpus_of(input)?;
+        // UCI bag of words: per document, each distinct word with its count.
+        let mut entries: Vec<(usize, u32, u32)> = Vec::new();
+        for (d, doc) in corpus.docs().iter().enumerate() {
+            let mut words = doc.clone();
+            words.sort_unstable();
+            for run in words.chunk_by(|a, b| a == b) {
+                entries.push((d + 1, run[0] + 1, run.len() as u32));
+            }
+        }
+        peer_files::write_with(&dir.join("docword.txt"), |w| {
+            use std::io::Write;
+            writeln!(
+                w,
+                "{}\n{}\n{}",
+                corpus.num_docs(),
+                corpus.num_words(),
+                entries.len()
+            )?;
+            for (d, word, count) in &entries {
+                writeln!(w, "{d} {word} {count}")?;
+            }
+            Ok(())
+        })?;
+        let params = serde_json::json!({
+            "topics": point.topics,
+            "alpha": point.alpha,
+            "beta": point.beta,
+            "iters": point.iters,
+            "seed": point.seed,
+        });
+        Ok(PeerInput {
+            files: BTreeMap::from([("docword".to_string(), "docword.txt".to_string())]),
+            params: params.as_object().cloned().unwrap_or_default(),
+        })
+    }
+
+    /// The peer's final counts, checked against the corpus and scored with parbench's own
+    /// log-likelihood.
+    fn peer_output(
+        &self,
+        input: &PreparedInput,
+        point: &LdaPoint,
+        dir: &Path,
+        compute_s: f64,
+    ) -> Result<Measurement> {
+        let corpus = corpus_of(input)?;
+        let k = point.topics;
+        let table = |file: &str, rows: usize| -> Result<Vec<u32>> {
+            let path = dir.join(file);
+            peer_files::read_count_matrix(&path, rows, k)?
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    u32::try_from(c).map_err(|_| {
+                        anyhow!("{}: the count {c} exceeds the corpus", path.display())
+                    })
+                })
+                .collect()
+        };
+        let word_topic = table("word_topic.csv", corpus.num_words())?;
+        let doc_topic = table("doc_topic.csv", corpus.num_docs())?;
+        let loglik = lda::model::log_likelihood_of_counts(
+            corpus,
+            &word_topic,
+            &doc_topic,
+            k,
+            point.alpha,
+            point.beta,
+        )
+        .map_err(|e| {
+            anyhow!(
+                "{}: the counts are not a state of this corpus: {e}",
+                dir.display()
+            )
+        })?;
+        let tokens = corpus.num_tokens() as f64;
+        let sampled = tokens * point.iters as f64;
+        let metrics = BTreeMap::from([
+            ("final_loglik".to_string(), loglik),
+            ("loglik_per_token".to_string(), loglik / tokens),
+            ("tokens".to_string(), tokens),
+            ("tokens_sampled".to_string(), sampled),
+            ("docs".to_string(), corpus.num_docs() as f64),
+            ("words".to_string(), corpus.num_words() as f64),
+            ("iterations".to_string(), point.iters as f64),
+            (
+                "tokens_per_s".to_string(),
+                if compute_s > 0.0 {
+                    sampled / compute_s
+                } else {
+                    0.0
+                },
+            ),
+        ]);
+        Ok(Measurement {
+            metrics,
+            ..Measurement::default()
+        })
+    }
+}
+
+fn corpus_of(input: &PreparedInput) -> Result<&Corpus> {
+    input
+        .downcast_ref::<Corpus>()
+        .ok_or_else(|| anyhow!("internal: the prepared input is not an LDA corpus"))
 }
 
 /// One training run on threads, or across the MPI job's processes (`None` on the workers).
@@ -358,9 +467,7 @@ fn measure(
     threads: usize,
     backend: &Ranks,
 ) -> Result<Option<Measurement>> {
-    let corpus = input
-        .downcast_ref::<Corpus>()
-        .ok_or_else(|| anyhow!("internal: the prepared input is not an LDA corpus"))?;
+    let corpus = corpus_of(input)?;
     let sampler = lda::variant(variant).ok_or_else(|| anyhow!("unknown lda variant {variant}"))?;
     let params = point.sampler_params(corpus.num_docs(), threads);
     params.validate()?;

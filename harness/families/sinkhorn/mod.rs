@@ -12,7 +12,8 @@ pub mod cli;
 use crate::families::params::{positive, PointIssue};
 use crate::family::{Measurement, PeerInput, PreparedInput, TraceStep, TypedFamily};
 use crate::peers::files as peer_files;
-use anyhow::{anyhow, Context, Result};
+use crate::peers::protocol::{Request, Timing};
+use anyhow::{anyhow, bail, Context, Result};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::{Control, Par, SinkhornParams, WmdProblem};
 use std::collections::BTreeMap;
@@ -265,6 +266,7 @@ impl TypedFamily for SinkhornFamily {
         input: &PreparedInput,
         _point: &SinkhornPoint,
         dir: &Path,
+        _compute_s: f64,
     ) -> Result<Measurement> {
         let problem = problem_of(input)?;
         let distances = peer_files::read_number_column(&dir.join("distances.csv"), "distance")?;
@@ -281,6 +283,79 @@ impl TypedFamily for SinkhornFamily {
             output: distances,
             ..Measurement::default()
         })
+    }
+
+    /// `variant` on the peer files as its own process: the embeddings through parbench's
+    /// parallel parser, then the solve, timed as the Python peers time theirs.
+    fn serve_peer(&self, variant: &str, request: &Request) -> Result<()> {
+        let solver = sinkhorn::variant(variant)
+            .ok_or_else(|| anyhow!("unknown sinkhorn variant {variant}"))?;
+        let loading = Instant::now();
+        let embeddings =
+            parbench_common::embeddings::read_word2vec_text(&request.input("embeddings")?)?;
+        let query_path = request.input("query")?;
+        let query = peer_files::read_number_rows(&query_path, "word,weight")?
+            .into_iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let word = row[0];
+                if word.fract() != 0.0 || word < 0.0 || word > u32::MAX as f64 {
+                    bail!(
+                        "{}:{}: word {word} is not a word number",
+                        query_path.display(),
+                        i + 2
+                    );
+                }
+                Ok((word as u32, row[1]))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let docs_path = request.input("docs")?;
+        let docs = match fusedmm::mtx::read_path(&docs_path)? {
+            fusedmm::mtx::MatrixFile::Sparse(s) => s,
+            fusedmm::mtx::MatrixFile::Dense(_) => {
+                bail!(
+                    "{}: the documents are an array, expected a coordinate matrix",
+                    docs_path.display()
+                )
+            }
+        };
+        let problem = WmdProblem::new(embeddings.vecs, embeddings.dim, query, docs)?;
+        let params = SinkhornParams {
+            lambda: request.required("lambda")?,
+            max_iter: request.required("iters")? as usize,
+            tol: request.number("tol")?,
+        };
+        let load_s = loading.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let out = solver.solve(
+            &problem,
+            &params,
+            Par::threads(request.threads),
+            &mut |_| Control::Continue,
+        )?;
+        let compute_s = start.elapsed().as_secs_f64();
+        let dir = request.output_dir();
+        peer_files::write_with(&dir.join("distances.csv"), |w| {
+            writeln!(w, "distance")?;
+            for d in &out.distances {
+                writeln!(w, "{d}")?;
+            }
+            Ok(())
+        })?;
+        Timing {
+            compute_s,
+            phases_s: out
+                .phases
+                .0
+                .iter()
+                .map(|&(n, s)| (n.to_string(), s))
+                .collect(),
+            metrics: BTreeMap::from([
+                ("iterations".to_string(), out.iterations as f64),
+                ("load_s".to_string(), load_s),
+            ]),
+        }
+        .write(&dir)
     }
 }
 

@@ -230,6 +230,71 @@ pub(crate) fn compare_tables(
     }
 }
 
+/// The joint log-likelihood log p(w, z) of a state known only by its count tables (a peer's
+/// final state: `word_topic` `W x K` word-major, `doc_topic` `D x K`), after checking that they
+/// are counts of this corpus: every word's row adds up to its frequency and every document's to
+/// its length. The same sum as [`LdaState::log_likelihood`].
+pub fn log_likelihood_of_counts(
+    corpus: &Corpus,
+    word_topic: &[u32],
+    doc_topic: &[u32],
+    topics: usize,
+    alpha: f64,
+    beta: f64,
+) -> Result<f64, String> {
+    let (w, d) = (corpus.num_words(), corpus.num_docs());
+    if topics == 0 || word_topic.len() != w * topics || doc_topic.len() != d * topics {
+        return Err(format!(
+            "the tables are {} and {} entries, expected {w} x {topics} and {d} x {topics}",
+            word_topic.len(),
+            doc_topic.len()
+        ));
+    }
+    let mut frequency = vec![0u64; w];
+    for doc in corpus.docs() {
+        for &word in doc {
+            frequency[word as usize] += 1;
+        }
+    }
+    let row_sum = |row: &[u32]| row.iter().map(|&c| c as u64).sum::<u64>();
+    for (word, row) in word_topic.chunks(topics).enumerate() {
+        if row_sum(row) != frequency[word] {
+            return Err(format!(
+                "word {word}'s counts add up to {}, the corpus has it {} times",
+                row_sum(row),
+                frequency[word]
+            ));
+        }
+    }
+    let lengths: Vec<usize> = corpus.docs().iter().map(Vec::len).collect();
+    for (doc, row) in doc_topic.chunks(topics).enumerate() {
+        if row_sum(row) != lengths[doc] as u64 {
+            return Err(format!(
+                "document {doc}'s counts add up to {}, it has {} tokens",
+                row_sum(row),
+                lengths[doc]
+            ));
+        }
+    }
+    let mut topic_totals = vec![0u32; topics];
+    for row in word_topic.chunks(topics) {
+        for (total, &c) in topic_totals.iter_mut().zip(row) {
+            *total += c;
+        }
+    }
+    // The two tables must also agree topic by topic (the same tokens counted both ways).
+    for (k, &total) in topic_totals.iter().enumerate() {
+        let by_docs: u64 = doc_topic.chunks(topics).map(|row| row[k] as u64).sum();
+        if by_docs != total as u64 {
+            return Err(format!(
+                "topic {k} has {total} tokens by words and {by_docs} by documents"
+            ));
+        }
+    }
+    Ok(word_log_likelihood(word_topic, &topic_totals, topics, beta)
+        + doc_log_likelihood(doc_topic, &lengths, topics, alpha))
+}
+
 /// The word half of the log-likelihood, constants included:
 /// `K [lnΓ(Wβ) - W lnΓ(β)] + Σ_k [Σ_w lnΓ(n_kw + β) - lnΓ(n_k + Wβ)]`.
 pub(crate) fn word_log_likelihood(
@@ -289,6 +354,28 @@ mod tests {
 
     fn corpus() -> Corpus {
         Corpus::new(vec![vec![0, 1, 2, 1], vec![], vec![2, 2]], Vec::new(), 3).unwrap()
+    }
+
+    #[test]
+    fn the_log_likelihood_of_a_states_counts_is_the_states_and_foreign_counts_are_refused() {
+        let c = corpus();
+        let state = LdaState::random(&c, 4, 9);
+        let ll = log_likelihood_of_counts(&c, state.word_topic(), state.doc_topic(), 4, 0.1, 0.01);
+        assert_eq!(ll, Ok(state.log_likelihood(&c, 0.1, 0.01)));
+        // A token moved to another topic in one table only.
+        let mut doc_topic = state.doc_topic().to_vec();
+        let t = state.assignments()[0][0] as usize;
+        doc_topic[t] -= 1;
+        doc_topic[(t + 1) % 4] += 1;
+        let e = log_likelihood_of_counts(&c, state.word_topic(), &doc_topic, 4, 0.1, 0.01);
+        assert!(e.unwrap_err().contains("tokens by words"));
+        // A word counted once too often.
+        let mut word_topic = state.word_topic().to_vec();
+        word_topic[0] += 1;
+        let e = log_likelihood_of_counts(&c, &word_topic, state.doc_topic(), 4, 0.1, 0.01);
+        assert!(e.unwrap_err().contains("word 0's counts add up to 2"));
+        let e = log_likelihood_of_counts(&c, &word_topic[1..], state.doc_topic(), 4, 0.1, 0.01);
+        assert!(e.unwrap_err().contains("expected 3 x 4"));
     }
 
     #[test]
