@@ -738,30 +738,10 @@ fn reproduce(
     })
 }
 
-/// The run directories under `dir`: itself if it holds a run, else its subdirectories that do.
 /// The page `parbench report` and `reproduce` write into a run or reproduce directory.
 const REPORT_HTML: &str = "report.html";
 
-fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    if dir.join(results::META_JSON).exists() {
-        return Ok(vec![dir.to_path_buf()]);
-    }
-    let mut dirs = Vec::new();
-    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let p = e?.path();
-        if p.join(results::META_JSON).exists() {
-            dirs.push(p);
-        }
-    }
-    dirs.sort();
-    if dirs.is_empty() {
-        bail!(
-            "{} holds no run (no meta.json in it or its subdirectories)",
-            dir.display()
-        );
-    }
-    Ok(dirs)
-}
+use results::run_dirs;
 
 fn check_runs(
     roots: &[PathBuf],

@@ -129,6 +129,29 @@ pub use parbench_common::atomic::{
     is_temp_file, remove_stale_temp_files, write_atomic, write_atomic_with,
 };
 
+/// The run directories under `dir`: itself if it holds a run, else its subdirectories that do
+/// (a reproduce directory), sorted.
+pub fn run_dirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if dir.join(META_JSON).exists() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let mut dirs = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = e?.path();
+        if p.join(META_JSON).exists() {
+            dirs.push(p);
+        }
+    }
+    dirs.sort();
+    if dirs.is_empty() {
+        anyhow::bail!(
+            "{} holds no run (no meta.json in it or its subdirectories)",
+            dir.display()
+        );
+    }
+    Ok(dirs)
+}
+
 /// Writes `meta.json` into `run_dir`.
 pub fn write_meta(run_dir: &Path, meta: &RunMeta) -> anyhow::Result<()> {
     let json = serde_json::to_vec_pretty(meta).context("cannot serialise run metadata")?;

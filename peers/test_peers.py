@@ -314,5 +314,87 @@ class LdaTest(unittest.TestCase):
                                                   {"docword": f"input/{name}"}))
 
 
+# --- word2vec -------------------------------------------------------------------------------
+
+class Word2vecTest(unittest.TestCase):
+    """A corpus of planted word groups: every sentence draws its words from one group, so a
+    trained model puts each word's nearest neighbour in its own group (parbench's
+    `planted_accuracy` on its synthetic corpus)."""
+
+    GROUPS, PER_GROUP, SENTENCE, WORDS = 5, 10, 10, 50_000
+    PARAMS = {"dim": 16, "window": 5, "negative": 5, "sample": 1e-3, "alpha": 0.025,
+              "epochs": 3, "seed": 2**40 + 7}  # a seed over 2^32 is taken modulo 2^32
+
+    def setUp(self):
+        self.work = WorkDir(self)
+        rng = np.random.default_rng(4)
+        self.words = [f"g{g}w{i}" for g in range(self.GROUPS) for i in range(self.PER_GROUP)]
+        with open(self.work.file("input/corpus.txt"), "w") as f:
+            for _ in range(self.WORDS // self.SENTENCE):
+                g = rng.integers(self.GROUPS)
+                picked = g * self.PER_GROUP + rng.integers(self.PER_GROUP, size=self.SENTENCE)
+                f.write(" ".join(self.words[w] for w in picked.tolist()) + "\n")
+        self.inputs = {"corpus": "input/corpus.txt"}
+
+    def read_model(self, out_dir):
+        with open(os.path.join(out_dir, "model.txt")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0].split(), [str(len(self.words)), str(self.PARAMS["dim"])])
+        vecs = {}
+        for line in lines[1:]:
+            fields = line.split(" ")
+            self.assertEqual(len(fields), self.PARAMS["dim"] + 1, line)
+            self.assertNotIn(fields[0], vecs)
+            vecs[fields[0]] = [float(x) for x in fields[1:]]
+        self.assertEqual(sorted(vecs), sorted(self.words))
+        vecs = np.array([vecs[w] for w in self.words])
+        self.assertTrue(np.isfinite(vecs).all())
+        return vecs
+
+    def planted_accuracy(self, vecs):
+        unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+        sims = unit @ unit.T
+        np.fill_diagonal(sims, -np.inf)
+        nearest = sims.argmax(axis=1)
+        groups = np.arange(len(self.words)) // self.PER_GROUP
+        return float(np.mean(groups[nearest] == groups))
+
+    def check(self, threads):
+        done, out = self.work.run("word2vec_gensim.py", "word2vec", self.PARAMS, self.inputs,
+                                  threads=threads)
+        timing = timing_of(self, done, out)
+        self.assertEqual(sorted(timing["phases_s"]), ["build_vocab", "train"])
+        self.assertAlmostEqual(timing["phases_s"]["train"], timing["compute_s"], places=9)
+        words_per_s = self.WORDS * self.PARAMS["epochs"] / timing["compute_s"]
+        self.assertAlmostEqual(timing["metrics"]["words_per_s"] / words_per_s, 1.0, places=9)
+        kept = timing["metrics"]["kept_words_per_epoch"]
+        self.assertTrue(0 < kept < self.WORDS, kept)  # subsampling drops frequent words
+        vecs = self.read_model(out)
+        accuracy = self.planted_accuracy(vecs)
+        self.assertGreater(accuracy, 0.8, f"threads={threads}: planted accuracy {accuracy}")
+        return vecs
+
+    def test_one_thread_learns_the_groups_deterministically(self):
+        first = self.check(threads=1)
+        np.testing.assert_array_equal(first, self.check(threads=1))  # the seed fixes the model
+
+    def test_two_threads_learn_the_groups(self):
+        self.check(threads=2)
+
+    def test_malformed_inputs_fail(self):
+        with open(self.work.file("input/empty.txt"), "w") as f:
+            f.write("\n\n")
+        cases = (("missing corpus", self.PARAMS, {}),
+                 ("no such file", self.PARAMS, {"corpus": "input/nothing.txt"}),
+                 ("empty corpus", self.PARAMS, {"corpus": "input/empty.txt"}),
+                 ("missing parameter",
+                  {k: v for k, v in self.PARAMS.items() if k != "negative"}, self.inputs),
+                 ("zero negatives", dict(self.PARAMS, negative=0), self.inputs))
+        for name, params, inputs in cases:
+            with self.subTest(name):
+                assert_fails(self, *self.work.run("word2vec_gensim.py", "word2vec", params,
+                                                  inputs))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -12,11 +12,27 @@ pub enum PeersCommand {
     /// Make the peers' virtual environment in the peers cache dir ($PARBENCH_PEERS_DIR, else
     /// $XDG_CACHE_HOME/parbench/peers, else ~/.cache/parbench/peers) and pip-install their pinned
     /// packages from PyPI into it (about a minute; needs python3 with venv, and PyPI). An
-    /// environment already there is replaced once the new one is complete.
+    /// environment already installed for these pins is kept (unless --force); any other is
+    /// replaced once the new one is complete.
     Install {
         /// The Python that makes the environment.
         #[arg(long, default_value = "python3")]
         python: String,
+        /// Reinstall even when the environment is already installed for these pins.
+        #[arg(long)]
+        force: bool,
+    },
+    /// The side-by-side tables (Markdown) of runs that ran peers: each variant's compute and
+    /// whole-process time, its time over the fastest parbench variant's, agreement or quality,
+    /// with the date, machine and versions of the run.
+    Table {
+        /// Run directories, or reproduce directories holding them.
+        #[arg(required = true)]
+        runs: Vec<std::path::PathBuf>,
+        /// Put the tables into FILE between its `<!-- parbench peers table: begin -->` and
+        /// `<!-- parbench peers table: end -->` lines (the README's), instead of printing them.
+        #[arg(long, value_name = "FILE")]
+        update: Option<std::path::PathBuf>,
     },
     /// The shipped peers: family, program, what each is, and whether and which versions are installed.
     List {
@@ -28,9 +44,37 @@ pub enum PeersCommand {
 
 /// Runs a `parbench peers` command.
 pub fn run(command: PeersCommand) -> Result<ExitCode> {
-    let dir = install::cache_dir()?;
     match command {
-        PeersCommand::Install { python } => {
+        PeersCommand::Table { runs, update } => {
+            let mut dirs = Vec::new();
+            for r in &runs {
+                dirs.extend(crate::results::run_dirs(r)?);
+            }
+            let tables = super::table::markdown(&dirs)?;
+            match update {
+                Some(file) => {
+                    super::table::update(&file, &tables)?;
+                    println!(
+                        "tables of {} run(s) written into {}",
+                        dirs.len(),
+                        file.display()
+                    );
+                }
+                None => print!("{tables}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        PeersCommand::Install { python, force } => {
+            let dir = install::cache_dir()?;
+            if let (Availability::Ready(i), false) = (install::availability(&dir), force) {
+                println!(
+                    "peers already installed in {} on {} (Python {}); --force reinstalls",
+                    dir.display(),
+                    i.installed,
+                    i.python
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             eprintln!(
                 "installing {} into {}",
                 registry().requirements.join(" "),
@@ -48,6 +92,7 @@ pub fn run(command: PeersCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         PeersCommand::List { json } => {
+            let dir = install::cache_dir()?;
             let availability = install::availability(&dir);
             let installed = match &availability {
                 Availability::Ready(i) => Some(i),

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod files;
 pub mod install;
 pub mod protocol;
+pub mod table;
 
 use crate::experiment::config::PeerDecl;
 use serde::Deserialize;
@@ -89,6 +90,10 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     (
         "lda_tomotopy.py",
         include_str!("../../peers/lda_tomotopy.py"),
+    ),
+    (
+        "word2vec_gensim.py",
+        include_str!("../../peers/word2vec_gensim.py"),
     ),
 ];
 

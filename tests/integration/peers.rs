@@ -85,6 +85,38 @@ fn a_declared_peer_runs_beside_the_variants_and_agrees_with_them() {
     let record = &meta.peers["plain"];
     assert_eq!(record.program, "python3 ./peer.py ok");
     assert_eq!(record.about, "the iteration in plain Python");
+
+    // The side-by-side table, from the stored run alone, into a file between its markers.
+    let tables = parbench::peers::table::markdown(&[dir.path().join("run")]).unwrap();
+    assert!(
+        tables.contains("**peers_under_test** (full run;"),
+        "{tables}"
+    );
+    assert!(tables.contains("| all | plain (peer) |"), "{tables}");
+    assert!(tables.contains("| all | dense |"), "{tables}");
+    assert!(
+        tables.contains("Peers: `plain` (python3 ./peer.py ok)."),
+        "{tables}"
+    );
+    let readme = dir.path().join("README.md");
+    let markers = format!(
+        "intro\n{}\nold\n{}\nafter\n",
+        parbench::peers::table::BEGIN,
+        parbench::peers::table::END
+    );
+    std::fs::write(&readme, &markers).unwrap();
+    parbench::peers::table::update(&readme, &tables).unwrap();
+    let text = std::fs::read_to_string(&readme).unwrap();
+    assert!(
+        text.starts_with("intro\n") && text.ends_with("after\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("plain (peer)") && !text.contains("old"),
+        "{text}"
+    );
+    std::fs::write(&readme, "no markers").unwrap();
+    assert!(parbench::peers::table::update(&readme, &tables).is_err());
 }
 
 #[test]

@@ -44,7 +44,8 @@ pub mod cli;
 use crate::exec::bound::work_metrics;
 use crate::exec::ranks::Ranks;
 use crate::families::params::{positive, Choice, Named, PointIssue};
-use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
+use crate::family::{Measurement, PeerInput, PreparedInput, TraceStep, TypedFamily};
+use crate::peers::files as peer_files;
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -381,6 +382,112 @@ impl TypedFamily for Word2vecFamily {
         }
         self.measure(variant, input, point, threads, backend)
     }
+
+    /// The corpus as parbench trains it: its lines, its vocabulary's words only.
+    fn peer_input(
+        &self,
+        input: &PreparedInput,
+        point: &Word2vecPoint,
+        dir: &Path,
+    ) -> Result<PeerInput> {
+        let input = w2v_input(input)?;
+        let corpus = &input.corpus;
+        let vocab = corpus.vocab();
+        peer_files::write_with(&dir.join("corpus.txt"), |w| {
+            use std::io::Write;
+            let mut start = 0;
+            for &end in corpus.line_ends() {
+                for (i, &id) in corpus.ids()[start..end].iter().enumerate() {
+                    if i > 0 {
+                        w.write_all(b" ")?;
+                    }
+                    w.write_all(vocab.word(id).as_bytes())?;
+                }
+                w.write_all(b"\n")?;
+                start = end;
+            }
+            Ok(())
+        })?;
+        let params = point.train_params(input.data_seed);
+        let request = serde_json::json!({
+            "dim": params.dim,
+            "window": params.window,
+            "negative": params.negative,
+            "sample": params.sample,
+            "alpha": params.alpha,
+            "epochs": params.epochs,
+            "seed": params.seed,
+        });
+        Ok(PeerInput {
+            files: BTreeMap::from([("corpus".to_string(), "corpus.txt".to_string())]),
+            params: request.as_object().cloned().unwrap_or_default(),
+        })
+    }
+
+    /// The peer's model, put in parbench's vocabulary order and scored by its evaluator.
+    fn peer_output(
+        &self,
+        input: &PreparedInput,
+        point: &Word2vecPoint,
+        dir: &Path,
+        compute_s: f64,
+    ) -> Result<Measurement> {
+        let input = w2v_input(input)?;
+        let path = dir.join("model.txt");
+        let vectors = parbench_common::embeddings::read_word2vec_text(&path)?;
+        if vectors.dim != point.dim {
+            bail!(
+                "{}: vectors of dimension {}, the point trains {}",
+                path.display(),
+                vectors.dim,
+                point.dim
+            );
+        }
+        let vocab = input.corpus.vocab();
+        let mut ordered = Vec::with_capacity(vocab.len() * point.dim);
+        for word in vocab.words() {
+            let row = vectors.index.get(word.as_str()).ok_or_else(|| {
+                anyhow!("{}: no vector for the corpus word `{word}`", path.display())
+            })?;
+            let row = *row as usize;
+            ordered.extend(
+                vectors.vecs[row * point.dim..(row + 1) * point.dim]
+                    .iter()
+                    .map(|&x| x as f32),
+            );
+        }
+        let model = Model::new(vocab.words().to_vec(), point.dim, ordered)?;
+        let words = input.corpus.num_words() as f64 * point.epochs as f64;
+        let mut metrics = BTreeMap::from([
+            ("words".to_string(), input.corpus.num_words() as f64),
+            ("vocab".to_string(), vocab.len() as f64),
+            ("epochs".to_string(), point.epochs as f64),
+            (
+                "words_per_s".to_string(),
+                if compute_s > 0.0 {
+                    words / compute_s
+                } else {
+                    0.0
+                },
+            ),
+        ]);
+        let mut m = Measurement::default();
+        if point.evaluate {
+            let t = Instant::now();
+            let quality = quality_metrics(input, &model);
+            m.phases_s
+                .insert("eval".to_string(), t.elapsed().as_secs_f64());
+            metrics.extend(quality);
+        }
+        m.metrics = metrics;
+        Ok(m)
+    }
+}
+
+fn w2v_input(input: &PreparedInput) -> Result<&W2vInput> {
+    input
+        .downcast_ref::<W2vInput>()
+        .ok_or_else(|| anyhow!("internal: the prepared input is not a word2vec corpus"))
 }
 
 impl Word2vecFamily {
@@ -393,9 +500,7 @@ impl Word2vecFamily {
         threads: usize,
         backend: &Ranks,
     ) -> Result<Option<Measurement>> {
-        let input = input
-            .downcast_ref::<W2vInput>()
-            .ok_or_else(|| anyhow!("internal: the prepared input is not a word2vec corpus"))?;
+        let input = w2v_input(input)?;
         let params = point.train_params(input.data_seed);
         params.validate()?;
         let par = Par::threads(threads);
