@@ -404,3 +404,69 @@ fn lda_peer_files_carry_the_corpus_and_counts_are_scored_by_parbench() {
     );
     assert!(e.contains("not a state of this corpus"), "{e}");
 }
+
+#[test]
+fn reproduce_skips_peer_experiments_when_peers_were_never_installed_and_refuses_them_by_name() {
+    let cache = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let experiments = work.path().join("experiments");
+    std::fs::create_dir_all(experiments.join("sinkhorn")).unwrap();
+    let body = |name: &str, variants: &str| {
+        format!(
+            "name: {name}
+paper: none
+reproduces: none
+family: sinkhorn
+data: {{ source: synthetic, seed: 1 }}
+params: {{ vocab: 40, dim: 5, docs: 6, words_per_doc: 4, query_words: 3, iters: 3 }}
+variants: [{variants}]
+repetitions: 1
+"
+        )
+    };
+    std::fs::write(
+        experiments.join("sinkhorn/alone.yaml"),
+        body("alone", "dense, fused"),
+    )
+    .unwrap();
+    std::fs::write(
+        experiments.join("sinkhorn/with_pot.yaml"),
+        body("with_pot", "dense, pot"),
+    )
+    .unwrap();
+    let reproduce = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_parbench"))
+            .current_dir(work.path())
+            .env("PARBENCH_PEERS_DIR", cache.path())
+            .args(["reproduce", "--experiments"])
+            .arg(&experiments)
+            .arg("--out")
+            .arg(work.path().join(format!("out{}", extra.len())))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let all = reproduce(&[]);
+    assert!(all.status.success(), "{}", stderr(&all));
+    assert!(
+        stderr(&all)
+            .contains("skipping with_pot: it runs the peers pot, and the peers are not installed"),
+        "{}",
+        stderr(&all)
+    );
+    assert!(
+        stdout(&all)
+            .contains("skipped 1 experiment(s) that run peers, never installed here (with_pot)"),
+        "{}",
+        stdout(&all)
+    );
+    assert!(work.path().join("out0/alone/meta.json").exists());
+    let by_name = reproduce(&["peers"]);
+    assert!(!by_name.status.success());
+    assert!(
+        stderr(&by_name).contains("with_pot: it runs the peers pot")
+            && stderr(&by_name).contains("parbench peers install"),
+        "{}",
+        stderr(&by_name)
+    );
+}
