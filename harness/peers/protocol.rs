@@ -20,6 +20,9 @@ pub const PROTOCOL: u32 = 1;
 /// The metric holding the seconds of the whole peer process (start to exit).
 pub const PROCESS_METRIC: &str = "process_s";
 
+/// What the metrics a peer reports in `timing.json` are stored under: `metric_peer_<name>`.
+pub const PEER_METRIC_PREFIX: &str = "peer_";
+
 /// How many lines of a failed peer's standard error an error shows.
 const STDERR_TAIL_LINES: usize = 15;
 
@@ -275,7 +278,15 @@ fn run_with(
         .map_err(|e| anyhow!("{e:#}{}", stderr_tail(&stderr_path)))?;
     m.wall_time_s = timing.compute_s;
     m.phases_s.extend(timing.phases_s);
-    m.metrics.extend(timing.metrics);
+    // What a peer says of itself is kept apart from what parbench computes from its output
+    // (and from the family's exact counters, which the gate compares exactly: a Hogwild
+    // peer's own count of kept words is not reproducible).
+    m.metrics.extend(
+        timing
+            .metrics
+            .into_iter()
+            .map(|(name, x)| (format!("{PEER_METRIC_PREFIX}{name}"), x)),
+    );
     m.metrics.insert(PROCESS_METRIC.to_string(), process_s);
     // The outputs of a finished run are read; the input stays for the next run.
     let _ = std::fs::remove_dir_all(&output_dir);

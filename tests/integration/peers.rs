@@ -78,7 +78,10 @@ fn a_declared_peer_runs_beside_the_variants_and_agrees_with_them() {
             row.wall_time_s > 0.0 && process > row.wall_time_s,
             "{row:?}"
         );
-        assert_eq!(row.metrics["documents"], 6.0, "its own metrics are kept");
+        assert_eq!(
+            row.metrics["peer_documents"], 6.0,
+            "its own metrics are kept apart"
+        );
         assert_eq!(row.metrics["docs"], 6.0, "and parbench's sizes are added");
     }
     let meta = parbench::results::read_meta(&dir.path().join("run")).unwrap();
