@@ -21,8 +21,7 @@ pub fn write_with(
     run().with_context(|| format!("cannot write the peer input {}", path.display()))
 }
 
-/// Word vectors in word2vec's text format: a `V d` header, then a line per word. Every number
-/// is written in Rust's shortest form that reads back as the same f64.
+/// Word vectors in word2vec's text format (`parbench_common::embeddings`' writer).
 pub fn write_word2vec_text<'a>(
     path: &Path,
     vocab: usize,
@@ -30,15 +29,7 @@ pub fn write_word2vec_text<'a>(
     words: impl Iterator<Item = (String, &'a [f64])>,
 ) -> Result<()> {
     write_with(path, |w| {
-        writeln!(w, "{vocab} {dim}")?;
-        for (name, vector) in words {
-            w.write_all(name.as_bytes())?;
-            for x in vector {
-                write!(w, " {x}")?;
-            }
-            writeln!(w)?;
-        }
-        Ok(())
+        parbench_common::embeddings::write_word2vec_rows(w, vocab, dim, words)
     })
 }
 

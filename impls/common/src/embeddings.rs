@@ -1038,10 +1038,22 @@ pub fn write_word2vec_text(path: &Path, embeddings: &Embeddings) -> Result<(), E
 
 /// Writes the word2vec text format (with header) to any writer.
 pub fn write_word2vec_text_to<W: Write>(out: &mut W, embeddings: &Embeddings) -> io::Result<()> {
-    writeln!(out, "{} {}", embeddings.len(), embeddings.dim)?;
-    for (i, word) in embeddings.words.iter().enumerate() {
-        out.write_all(word.as_bytes())?;
-        for x in embeddings.vec(i) {
+    let rows = (0..embeddings.len()).map(|i| (embeddings.words[i].as_str(), embeddings.vec(i)));
+    write_word2vec_rows(out, embeddings.len(), embeddings.dim, rows)
+}
+
+/// Writes `count` rows of `dim` numbers in the word2vec text format (with header), each number
+/// in its shortest form that reads back as the same f64; for vectors not held as [`Embeddings`].
+pub fn write_word2vec_rows<'a, W: Write, S: AsRef<str>>(
+    out: &mut W,
+    count: usize,
+    dim: usize,
+    rows: impl Iterator<Item = (S, &'a [f64])>,
+) -> io::Result<()> {
+    writeln!(out, "{count} {dim}")?;
+    for (word, vector) in rows {
+        out.write_all(word.as_ref().as_bytes())?;
+        for x in vector {
             write!(out, " {x}")?;
         }
         out.write_all(b"\n")?;
