@@ -371,6 +371,14 @@ pub trait TypedFamily: Send + Sync {
     }
 }
 
+/// The prepared input of type `T` behind a [`PreparedInput`] (an internal error naming `what`
+/// when the plan gave another family's).
+pub fn prepared<'i, T: 'static>(input: &'i PreparedInput, what: &str) -> anyhow::Result<&'i T> {
+    input
+        .downcast_ref::<T>()
+        .ok_or_else(|| anyhow::anyhow!("internal: the prepared input is not {what}"))
+}
+
 /// The typed point behind a [`TypedPoint`] (an internal error if the plan gave another
 /// family's point).
 fn downcast<'p, P: 'static>(point: &'p TypedPoint, family: &str) -> anyhow::Result<&'p P> {

@@ -621,10 +621,12 @@ fn reproduce(
     let mut plans = Vec::new();
     for file in experiment_files(experiments)? {
         let config = parbench::experiment::config::load(&file, quick)?;
-        let runs_peers = config.variants.iter().any(|v| {
-            config.peers.contains_key(v)
-                || parbench::peers::shipped_for(&config.family).contains(&v.as_str())
-        });
+        // The one rule of what a peer is, as the plan will resolve it.
+        let dir = file.parent().unwrap_or(Path::new("."));
+        let runs_peers = config
+            .variants
+            .iter()
+            .any(|v| parbench::peers::resolve(v, &config.family, &config.peers, dir).is_some());
         let selected =
             wanted.is_empty() || wanted.contains(&config.family) || (peers_asked && runs_peers);
         if !selected {
@@ -645,15 +647,13 @@ fn reproduce(
         let plan = plan::build(&file, quick, data_dir)?;
         // Peers never installed: skipped with a note unless asked for by name; installed
         // for other pins: an error either way (the runner says how to fix it).
-        if !peers_asked && never_installed {
-            if let Some(why) = parbench::peers::not_ready(plan.peers.values()) {
-                eprintln!("skipping {}: {why}", plan.config.name);
-                skipped_for_peers.push(plan.config.name.clone());
-                continue;
-            }
-        }
         if let Some(why) = parbench::peers::not_ready(plan.peers.values()) {
-            bail!("{}: {why}", plan.config.name);
+            if peers_asked || !never_installed {
+                bail!("{}: {why}", plan.config.name);
+            }
+            eprintln!("skipping {}: {why}", plan.config.name);
+            skipped_for_peers.push(plan.config.name.clone());
+            continue;
         }
         let unavailable = plan.config.launcher.as_ref().and_then(|l| {
             plan.points

@@ -329,6 +329,22 @@ def write_distances(request, distances):
                 ["distance"] + [repr(float(d)) for d in distances])
 
 
+def run_sinkhorn(request, solve, min_iters=0):
+    """The whole run of a Sinkhorn peer around its solver:
+    ``solve(vecs, query_words, query_weights, c, lam, iters, tol) -> (distances, iterations)``,
+    timed as the compute phase; the inputs read before, the distances and timing written after."""
+    lam, iters, tol = sinkhorn_params(request)
+    if iters < min_iters:
+        raise PeerError(f"this peer needs `iters` >= {min_iters}, got {iters}")
+    vecs, words, weights, c = read_sinkhorn_input(request)
+    timer = Timer()
+    with timer.compute():
+        distances, iterations = solve(vecs, words, weights, c, lam, iters, tol)
+    write_distances(request, distances)
+    write_timing(request.output, timer.compute_s,
+                 metrics={"iterations": int(iterations.max(initial=0))})
+
+
 def read_docword(path):
     """UCI bag-of-words -> (D, W, doc ids, word ids, counts), ids 0-based, int64 arrays."""
     import warnings

@@ -68,14 +68,7 @@ def sinkhorn_wmd(vecs, sel, r, c, lam, iters, tol):
 
 
 def run(request):
-    lam, iters, tol = peer.sinkhorn_params(request)
-    vecs, sel, r, c = peer.read_sinkhorn_input(request)
-    timer = peer.Timer()
-    with timer.compute():
-        distances, iterations = sinkhorn_wmd(vecs, sel, r, c, lam, iters, tol)
-    peer.write_distances(request, distances)
-    peer.write_timing(request.output, timer.compute_s,
-                      metrics={"iterations": int(iterations.max(initial=0))})
+    peer.run_sinkhorn(request, sinkhorn_wmd)
 
 
 if __name__ == "__main__":

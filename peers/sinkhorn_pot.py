@@ -52,16 +52,8 @@ def pot_wmd(vecs, sel, a, c, lam, iters, tol):
 
 
 def run(request):
-    lam, iters, tol = peer.sinkhorn_params(request)
-    if iters < 1:
-        raise peer.PeerError("POT's sinkhorn2 needs `iters` >= 1")
-    vecs, sel, a, c = peer.read_sinkhorn_input(request)
-    timer = peer.Timer()
-    with timer.compute():
-        distances, iterations = pot_wmd(vecs, sel, a, c, lam, iters, tol)
-    peer.write_distances(request, distances)
-    peer.write_timing(request.output, timer.compute_s,
-                      metrics={"iterations": int(iterations.max(initial=0))})
+    # POT's sinkhorn2 runs at least one iteration.
+    peer.run_sinkhorn(request, pot_wmd, min_iters=1)
 
 
 if __name__ == "__main__":

@@ -149,9 +149,7 @@ impl InProcessPoint<'_> {
         }
         Ok(m)
     }
-}
 
-impl InProcessPoint<'_> {
     /// One run of a peer: its process, timed by itself and as a whole.
     fn run_peer(&mut self, peer: &crate::peers::Peer, threads: usize) -> Result<Measurement> {
         use crate::peers::protocol::{self, PeerWork};

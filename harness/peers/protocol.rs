@@ -166,7 +166,6 @@ impl Request {
 }
 
 /// Runs `peer` once at the point `work` was prepared for, with `threads` threads.
-#[allow(clippy::too_many_arguments)]
 pub fn run(
     peer: &Peer,
     work: &mut PeerWork,
@@ -347,7 +346,7 @@ fn show(argv: &[OsString]) -> String {
 }
 
 /// `; its standard error ended with:` and the last lines, or nothing when it printed nothing.
-fn stderr_tail(path: &PathBuf) -> String {
+fn stderr_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     if lines.is_empty() {

@@ -1,6 +1,16 @@
 //! The statistics every stage of the harness shares, so a summary, a figure and a claim computed
 //! from the same rows agree.
 
+/// `amount` per second of `seconds`, 0 when no time was measured (a rate column never holds an
+/// infinity).
+pub fn per_second(amount: f64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        amount / seconds
+    } else {
+        0.0
+    }
+}
+
 /// Median of `values` (the mean of the two middle ones for an even count); `None` when empty.
 /// NaNs sort last (`f64::total_cmp`), so they move the median only when they are the majority.
 pub fn median(values: &[f64]) -> Option<f64> {

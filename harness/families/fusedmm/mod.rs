@@ -441,11 +441,7 @@ pub fn summarize(
 }
 
 fn gflops(kernel: Kernel, problem: &Problem, seconds: f64) -> f64 {
-    if seconds > 0.0 {
-        flops(kernel, problem.nnz(), problem.r()) / seconds / 1e9
-    } else {
-        0.0
-    }
+    crate::util::stats::per_second(flops(kernel, problem.nnz(), problem.r()), seconds) / 1e9
 }
 
 /// The shape the kernels' work model reads.
@@ -709,9 +705,7 @@ impl TypedFamily for FusedmmFamily {
 }
 
 fn problem_in(input: &PreparedInput) -> Result<&Problem> {
-    input
-        .downcast_ref::<Problem>()
-        .ok_or_else(|| anyhow!("internal: the prepared input is not a FusedMM problem"))
+    crate::family::prepared(input, "a FusedMM problem")
 }
 
 /// Runs `alg` at `(p, c)` on the backend's ranks (in-process threads, or the MPI job's

@@ -454,9 +454,7 @@ impl TypedFamily for LdaFamily {
 }
 
 fn corpus_of(input: &PreparedInput) -> Result<&Corpus> {
-    input
-        .downcast_ref::<Corpus>()
-        .ok_or_else(|| anyhow!("internal: the prepared input is not an LDA corpus"))
+    crate::family::prepared(input, "an LDA corpus")
 }
 
 /// One training run on threads, or across the MPI job's processes (`None` on the workers).

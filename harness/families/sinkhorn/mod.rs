@@ -375,9 +375,7 @@ impl SinkhornFamily {
 }
 
 fn problem_of(input: &PreparedInput) -> Result<&WmdProblem> {
-    input
-        .downcast_ref::<WmdProblem>()
-        .ok_or_else(|| anyhow!("internal: the prepared input is not a Sinkhorn problem"))
+    crate::family::prepared(input, "a Sinkhorn problem")
 }
 
 /// Real documents, the first `docs` of them as targets and document `query_doc` as the query:

@@ -485,9 +485,7 @@ impl TypedFamily for Word2vecFamily {
 }
 
 fn w2v_input(input: &PreparedInput) -> Result<&W2vInput> {
-    input
-        .downcast_ref::<W2vInput>()
-        .ok_or_else(|| anyhow!("internal: the prepared input is not a word2vec corpus"))
+    crate::family::prepared(input, "a word2vec corpus")
 }
 
 impl Word2vecFamily {
