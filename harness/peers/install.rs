@@ -37,20 +37,14 @@ pub enum Availability {
 const INSTALLED_JSON: &str = "installed.json";
 const VENV: &str = "venv";
 
-/// The peers cache dir: `$PARBENCH_PEERS_DIR`, else `$XDG_CACHE_HOME/parbench/peers`, else
-/// `~/.cache/parbench/peers`.
+/// The peers cache dir: `$PARBENCH_PEERS_DIR`, else parbench's cache folder `peers`
+/// ([`parbench_common::cache_dir`]: under `$XDG_CACHE_HOME/parbench`, else `~/.cache/parbench`).
 pub fn cache_dir() -> Result<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    if let Some(dir) = env("PARBENCH_PEERS_DIR") {
+    if let Some(dir) = std::env::var_os("PARBENCH_PEERS_DIR").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(dir));
     }
-    if let Some(cache) = env("XDG_CACHE_HOME") {
-        return Ok(PathBuf::from(cache).join("parbench/peers"));
-    }
-    match env("HOME") {
-        Some(home) => Ok(PathBuf::from(home).join(".cache/parbench/peers")),
-        None => bail!("no peers cache dir: set PARBENCH_PEERS_DIR (or HOME)"),
-    }
+    parbench_common::cache_dir("peers")
+        .ok_or_else(|| anyhow::anyhow!("no peers cache dir: set PARBENCH_PEERS_DIR (or HOME)"))
 }
 
 /// The Python of the environment in `dir`.

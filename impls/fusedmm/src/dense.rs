@@ -3,6 +3,7 @@
 //! Row-major because every kernel touches whole rows (one row of `A` or `B` per nonzero of `S`),
 //! and `r` is small (16 to 512), so a row is a few cache lines read with unit stride.
 
+use parbench_common::memory::HUGE_PAGE_MIN_BYTES;
 use parbench_common::Rng;
 
 /// A `rows x cols` matrix of `f64`, stored row by row.
@@ -13,33 +14,15 @@ pub struct Dense {
     data: Vec<f64>,
 }
 
-/// Bytes from which a matrix asks for 2 MB pages.
-const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
-
-/// An empty vector with room for `len` values, none written yet. From 4 MB on, its buffer is
-/// advised to be backed by 2 MB pages (transparent huge pages, where the kernel allows them):
-/// the kernels gather rows of these matrices at random, and with 4 KB pages nearly every
-/// gather of a 16 MB matrix also misses the TLB; FusedMMA at 16k rows and r = 128, one
-/// thread, took a median 0.113 s with 2 MB pages against 0.143 s without over eight
-/// alternating runs on the AVX2 AMD EPYC kind. The advice must come before the pages
-/// are first written, which is why the constructors fill this vector rather than allocate one.
+/// An empty vector with room for `len` values, none written yet, on 2 MB pages from 4 MB on
+/// (transparent huge pages, where the kernel allows them): the kernels gather rows of these
+/// matrices at random, and with 4 KB pages nearly every gather of a 16 MB matrix also misses
+/// the TLB; FusedMMA at 16k rows and r = 128, one thread, took a median 0.113 s with 2 MB
+/// pages against 0.143 s without over eight alternating runs on the AVX2 AMD EPYC kind. The
+/// advice must come before the pages are first written, which is why the constructors fill
+/// this vector rather than allocate one.
 fn unwritten(len: usize) -> Vec<f64> {
-    let data: Vec<f64> = Vec::with_capacity(len);
-    #[cfg(target_os = "linux")]
-    if len * 8 >= HUGE_PAGE_MIN_BYTES {
-        const PAGE: usize = 4096;
-        let start = (data.as_ptr() as usize).next_multiple_of(PAGE);
-        let end = (data.as_ptr() as usize + len * 8) / PAGE * PAGE;
-        if end > start {
-            // SAFETY: madvise with MADV_HUGEPAGE only tells the kernel how to back pages; it
-            // reads and writes no memory, and the page-aligned range lies inside this vector's
-            // own allocation. A refusal (no THP support) leaves 4 KB pages, so it is ignored.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    data
+    parbench_common::memory::unwritten(len)
 }
 
 impl Dense {

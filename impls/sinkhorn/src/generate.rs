@@ -3,7 +3,10 @@
 //! - Embeddings: `V x d` entries `N(0, 1/d)` (norms ~1, distances between words ~1.4), drawn with
 //!   a fast normal approximation (Irwin-Hall sum of four uniforms, scaled to unit variance) from an
 //!   independent stream per block of words, in parallel: the paper shape's 30 M values take tens
-//!   of milliseconds, and the values do not depend on the thread count.
+//!   of milliseconds, and the values do not depend on the thread count. Each is rounded to six
+//!   decimals, as word2vec.c writes its vectors (`%lf`), so the file a peer reads has a real
+//!   file's digits and size (about 9 bytes a number, not the 20 of a full-precision double) and
+//!   reads back to exactly these values.
 //! - Documents: `words_per_doc` *distinct* words each, drawn from a Zipf law over the vocabulary
 //!   (rank = word id, as in frequency-sorted word2vec vocabularies); a word's weight is the count
 //!   of its draws, normalized, so frequent words weigh more, like term frequencies.
@@ -101,7 +104,8 @@ pub fn generate(spec: &SyntheticSpec) -> Result<WmdProblem, WmdError> {
             .for_each(|(b, block)| {
                 let mut rng = Rng::stream(spec.seed, b as u64);
                 for v in block {
-                    *v = fast_normal(&mut rng) * scale;
+                    // The nearest double to the six-decimal text, as a reader of it gets.
+                    *v = (fast_normal(&mut rng) * scale * 1e6).round() / 1e6;
                 }
             });
     }
@@ -184,6 +188,15 @@ mod tests {
         let var = p.vecs().iter().map(|x| x * x).sum::<f64>() / n;
         assert!(mean.abs() < 0.005, "mean {mean}");
         assert!((var * 50.0 - 1.0).abs() < 0.03, "var * d = {}", var * 50.0);
+    }
+
+    #[test]
+    fn embeddings_are_six_decimal_numbers_that_read_back_exactly() {
+        let p = generate(&small()).unwrap();
+        for &x in p.vecs() {
+            let text = format!("{x:.6}");
+            assert_eq!(text.parse::<f64>().unwrap().to_bits(), x.to_bits(), "{x}");
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Word vectors in the word2vec text format.
+//! Word vectors in the word2vec text format; [`binary`] reads and writes word2vec's binary
+//! format, and [`cache`] keeps parsed tables so that a file read again is not parsed again.
 //!
 //! Format: a header line `V d`, then `V` lines `word x1 ... xd` separated by spaces (trailing
 //! space allowed, as the original word2vec tool writes). Files without the header (GloVe's format)
@@ -13,6 +14,12 @@
 //!
 //! Writing uses Rust's shortest round-trip formatting of `f64`, so a written file reads back to
 //! exactly the same values.
+
+pub mod binary;
+pub mod cache;
+
+pub use binary::{read_word2vec_binary, write_word2vec_binary};
+pub use cache::{CacheUse, EmbeddingsCache};
 
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
@@ -120,6 +127,20 @@ pub enum EmbeddingsError {
         component: usize,
         /// The component's text.
         text: String,
+    },
+    /// A record of a word2vec binary file is damaged.
+    #[error("{path}: byte {offset}: vector {record} (word {word:?}): {problem}")]
+    BadRecord {
+        /// The file.
+        path: PathBuf,
+        /// Where the problem is, in bytes from the start of the (decompressed) file.
+        offset: u64,
+        /// 1-based index of the record.
+        record: usize,
+        /// The record's word, as far as it was read.
+        word: String,
+        /// What is wrong.
+        problem: String,
     },
     /// The header's word count differs from the number of vector lines.
     #[error(
@@ -290,6 +311,45 @@ impl Embeddings {
     }
 }
 
+/// The two formats word vectors come in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmbeddingsFormat {
+    /// word2vec text (and GloVe's, without the header).
+    Text,
+    /// word2vec binary ([`binary`]).
+    Binary,
+}
+
+impl EmbeddingsFormat {
+    /// The format of the file at `path` by its name: `.bin` (or `.bin.gz`) is binary, as
+    /// word2vec.c and gensim name their binary files; anything else is text.
+    pub fn of(path: &Path) -> EmbeddingsFormat {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase());
+        let name = name.as_deref().unwrap_or("");
+        let name = name.strip_suffix(".gz").unwrap_or(name);
+        if name.ends_with(".bin") {
+            EmbeddingsFormat::Binary
+        } else {
+            EmbeddingsFormat::Text
+        }
+    }
+
+    /// Reads the file at `path` in this format.
+    pub fn read(self, path: &Path) -> Result<(Embeddings, ReadStats), EmbeddingsError> {
+        match self {
+            EmbeddingsFormat::Text => read_word2vec_text_with_stats(path),
+            EmbeddingsFormat::Binary => read_word2vec_binary(path),
+        }
+    }
+}
+
+/// Reads an embeddings file in the format its name says ([`EmbeddingsFormat::of`]).
+pub fn read_embeddings(path: &Path) -> Result<(Embeddings, ReadStats), EmbeddingsError> {
+    EmbeddingsFormat::of(path).read(path)
+}
+
 /// Reads a word2vec text file (plain or gzip); see the module docs for the format.
 pub fn read_word2vec_text(path: &Path) -> Result<Embeddings, EmbeddingsError> {
     read_word2vec_text_with_stats(path).map(|(e, _)| e)
@@ -299,25 +359,54 @@ pub fn read_word2vec_text(path: &Path) -> Result<Embeddings, EmbeddingsError> {
 pub fn read_word2vec_text_with_stats(
     path: &Path,
 ) -> Result<(Embeddings, ReadStats), EmbeddingsError> {
+    let (reader, plain_len) = open_input(path)?;
+    // A plain file's size bounds its values (each takes two bytes at least, a digit and a
+    // separator), so the table can be reserved once, whatever the header claims.
+    let blocking = Blocking {
+        values_hint: plain_len.map_or(0, |len| usize::try_from(len / 2).unwrap_or(0)),
+        ..Blocking::FILES
+    };
+    read_in_blocks(reader, path, blocking)
+}
+
+/// The file at `path` to read, decompressed when it is gzip (by its name or its first bytes),
+/// with its size when it is not.
+pub(crate) fn open_input(
+    path: &Path,
+) -> Result<(Box<dyn BufRead + Send>, Option<u64>), EmbeddingsError> {
     let io_err = |source| EmbeddingsError::Io {
         path: path.to_path_buf(),
         source,
     };
     let mut file = BufReader::new(File::open(path).map_err(io_err)?);
     let starts_with_gzip_magic = file.fill_buf().map_err(io_err)?.starts_with(&[0x1f, 0x8b]);
-    let gzipped = starts_with_gzip_magic || path.extension().is_some_and(|e| e == "gz");
-    if gzipped {
-        read_word2vec_text_from(BufReader::new(MultiGzDecoder::new(file)), path)
+    if starts_with_gzip_magic || path.extension().is_some_and(|e| e == "gz") {
+        Ok((Box::new(BufReader::new(MultiGzDecoder::new(file))), None))
     } else {
-        // The file's size bounds its values (each takes two bytes at least, a digit and a
-        // separator), so the table can be reserved once, whatever the header claims.
-        let len = file.get_ref().metadata().map_or(0, |m| m.len());
-        let blocking = Blocking {
-            values_hint: usize::try_from(len / 2).unwrap_or(0),
-            ..Blocking::FILES
-        };
-        read_in_blocks(file, path, blocking)
+        let len = file.get_ref().metadata().map_err(io_err)?.len();
+        Ok((Box::new(file), Some(len)))
     }
+}
+
+/// Writes a file atomically with `write`, through gzip when `path` ends in `.gz`.
+pub(crate) fn write_maybe_gzipped(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), EmbeddingsError> {
+    let gzip = path.extension().is_some_and(|e| e == "gz");
+    crate::atomic::write_atomic_with(path, |file| {
+        if gzip {
+            let mut gz = GzEncoder::new(file, Compression::default());
+            write(&mut gz)?;
+            gz.finish().map(drop)
+        } else {
+            write(file)
+        }
+    })
+    .map_err(|source| EmbeddingsError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Reads the word2vec text format from any reader; `path` is only used in error messages.
@@ -430,7 +519,7 @@ fn read_in_blocks<R: BufRead + Send>(
     let capacity = expected_words.unwrap_or(1024).min(1 << 12);
     let mut table = Table {
         words: Vec::with_capacity(capacity),
-        vecs: Vec::with_capacity(match expected_words {
+        vecs: crate::memory::unwritten(match expected_words {
             // Both the header and the file's size agree it is this large.
             Some(v) if blocking.values_hint > 0 => v.saturating_mul(dim).min(blocking.values_hint),
             _ => capacity.saturating_mul(dim).min(1 << 16),
@@ -444,11 +533,11 @@ fn read_in_blocks<R: BufRead + Send>(
     let shape = LineShape { dim, source_of_dim };
 
     if header.is_none() {
-        table.absorb(parse_lines(first.as_bytes(), &shape), &shape, path, 1)?;
+        table.parse_and_absorb(first.as_bytes(), &shape, usize::MAX, path, 1)?;
     }
     // Blocks of whole lines, each parsed by every thread of the current rayon pool while the
-    // next block is read and the chunks of the one before are added to the table (reading and
-    // the table are one thread's work each, and would otherwise leave the others idle).
+    // next block is read (reading is one thread's work, and would otherwise leave the others
+    // idle); the block's words then go into the table, which is quick next to the parse.
     let read_block = |reader: &mut R, buf: &mut Vec<u8>| -> io::Result<bool> {
         let before = buf.len();
         reader.take(blocking.block_bytes as u64).read_to_end(buf)?;
@@ -461,9 +550,11 @@ fn read_in_blocks<R: BufRead + Send>(
             source,
         }
     };
+    // Two block buffers, read into in turn: a new one per block cost a page fault per 4 KB.
+    // They grow as the file asks (a small file allocates little).
     let mut ready: Vec<u8> = Vec::new();
+    let mut spare: Vec<u8> = Vec::new();
     let mut eof = read_block(&mut reader, &mut ready).map_err(read_error(line_no + 1))?;
-    let mut pending: (Vec<ParsedChunk>, usize) = (Vec::new(), line_no + 1);
     loop {
         let end = if eof {
             ready.len()
@@ -478,29 +569,25 @@ fn read_in_blocks<R: BufRead + Send>(
             }
         };
         // The partial last line starts the next block.
-        let mut next = ready[end..].to_vec();
+        let mut next = std::mem::take(&mut spare);
+        next.clear();
+        next.extend_from_slice(&ready[end..]);
         ready.truncate(end);
-        let (chunks, first_line) = std::mem::take(&mut pending);
         let last = eof;
-        let ((read, parsed), added) = rayon::join(
-            || {
-                rayon::join(
-                    || (!last).then(|| read_block(&mut reader, &mut next)),
-                    || parse_block(&ready, &shape, blocking.min_chunk_bytes),
-                )
-            },
-            || table.absorb_all(chunks, &shape, path, first_line),
+        let chunks = chunks_of(&ready, blocking.min_chunk_bytes);
+        let (read, parsed) = rayon::join(
+            || (!last).then(|| read_block(&mut reader, &mut next)),
+            || parse_chunks(&chunks, &shape, &mut table.vecs),
         );
-        added?;
-        pending = (parsed, line_no + 1);
-        line_no += pending.0.iter().map(|c| c.lines).sum::<usize>();
+        let lines: usize = parsed.iter().map(|(c, _)| c.lines).sum();
+        table.absorb(parsed, &shape, path, line_no + 1)?;
+        line_no += lines;
         match read {
             None => break,
             Some(read) => eof = read.map_err(read_error(line_no + 1))?,
         }
-        ready = next;
+        spare = std::mem::replace(&mut ready, next);
     }
-    table.absorb_all(pending.0, &shape, path, pending.1)?;
     let Table {
         words,
         vecs,
@@ -533,17 +620,36 @@ struct LineShape {
     source_of_dim: &'static str,
 }
 
-/// The vector lines of one chunk, in order: each word's text (as offsets into `text`) and its
-/// `dim` values, and the first error, after which the chunk was not parsed further.
+/// The vector lines of one chunk, in order: each word's text (as offsets into `text`), their
+/// vectors written to the chunk's rows of the table, and the first error, after which the chunk
+/// was not parsed further.
 struct ParsedChunk {
     /// Physical lines of the chunk (blank ones included), for the line numbers after it.
     lines: usize,
-    /// The words, one after another.
+    /// The words, one after another; word `r` has the chunk's row `r`.
     text: String,
     /// End of each word in `text`.
     word_ends: Vec<usize>,
-    vecs: Vec<f64>,
     error: Option<LineError>,
+}
+
+impl ParsedChunk {
+    fn new() -> ParsedChunk {
+        ParsedChunk {
+            lines: 0,
+            text: String::new(),
+            word_ends: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn fail(&mut self, kind: LineErrorKind) {
+        self.error = Some(LineError {
+            line: self.lines,
+            kind,
+        });
+        self.lines += 1;
+    }
 }
 
 /// A bad line, before the file's path is known to it.
@@ -612,7 +718,7 @@ impl LineError {
     }
 }
 
-/// The table as it grows, chunk after chunk.
+/// The table as it grows, block after block.
 struct Table {
     words: Vec<String>,
     vecs: Vec<f64>,
@@ -620,54 +726,72 @@ struct Table {
     stats: ReadStats,
 }
 
+/// A block's chunks after [`parse_chunks`]: each chunk's result and where in the table's
+/// values its rows start.
+type ParsedBlock = Vec<(ParsedChunk, usize)>;
+
 impl Table {
-    /// [`Table::absorb`] of consecutive chunks, the first starting at line `first_line`.
-    fn absorb_all(
+    /// Parses a block of whole lines whose first line is `first_line` into the table; returns
+    /// the block's physical lines.
+    fn parse_and_absorb(
         &mut self,
-        chunks: Vec<ParsedChunk>,
+        block: &[u8],
+        shape: &LineShape,
+        min_chunk_bytes: usize,
+        path: &Path,
+        first_line: usize,
+    ) -> Result<usize, EmbeddingsError> {
+        let parsed = parse_chunks(&chunks_of(block, min_chunk_bytes), shape, &mut self.vecs);
+        let lines = parsed.iter().map(|(c, _)| c.lines).sum();
+        self.absorb(parsed, shape, path, first_line)?;
+        Ok(lines)
+    }
+
+    /// Takes a parsed block's words in file order (a word seen before keeps its first vector),
+    /// closing up the rows of blank lines and repeated words, then fails with the first error
+    /// a chunk had; `first_line` is the block's first line number.
+    fn absorb(
+        &mut self,
+        parsed: ParsedBlock,
         shape: &LineShape,
         path: &Path,
         mut first_line: usize,
     ) -> Result<(), EmbeddingsError> {
-        for chunk in chunks {
-            let lines = chunk.lines;
-            self.absorb(chunk, shape, path, first_line)?;
-            first_line += lines;
-        }
-        Ok(())
-    }
-
-    /// Adds a chunk's vector lines in order (a word seen before keeps its first vector), then
-    /// fails with the chunk's error if it had one; `first_line` is the chunk's first line number.
-    fn absorb(
-        &mut self,
-        chunk: ParsedChunk,
-        shape: &LineShape,
-        path: &Path,
-        first_line: usize,
-    ) -> Result<(), EmbeddingsError> {
         let dim = shape.dim;
-        let mut start = 0;
-        for (i, &end) in chunk.word_ends.iter().enumerate() {
-            let word = &chunk.text[start..end];
-            start = end;
-            self.stats.lines += 1;
-            if self.index.contains_key(word) {
-                self.stats.duplicate_words += 1;
-                continue;
+        let mut kept = self.words.len();
+        let mut failure = None;
+        for (chunk, first_value) in parsed {
+            let mut start = 0;
+            for (r, &end) in chunk.word_ends.iter().enumerate() {
+                let word = &chunk.text[start..end];
+                start = end;
+                self.stats.lines += 1;
+                if self.index.contains_key(word) {
+                    self.stats.duplicate_words += 1;
+                    continue;
+                }
+                let id = u32::try_from(kept).map_err(|_| EmbeddingsError::Shape {
+                    words: kept + 1,
+                    dim,
+                    values: kept * dim,
+                })?;
+                let at = first_value + r * dim;
+                if at != kept * dim {
+                    self.vecs.copy_within(at..at + dim, kept * dim);
+                }
+                self.index.insert(word.to_owned(), id);
+                self.words.push(word.to_owned());
+                kept += 1;
             }
-            let id = u32::try_from(self.words.len()).map_err(|_| EmbeddingsError::Shape {
-                words: self.words.len() + 1,
-                dim,
-                values: self.vecs.len(),
-            })?;
-            self.index.insert(word.to_owned(), id);
-            self.words.push(word.to_owned());
-            self.vecs
-                .extend_from_slice(&chunk.vecs[i * dim..(i + 1) * dim]);
+            if let Some(e) = chunk.error {
+                failure = Some(e.into_error(path, shape, first_line));
+                break;
+            }
+            first_line += chunk.lines;
         }
-        match chunk.error {
-            Some(e) => Err(e.into_error(path, shape, first_line)),
+        self.vecs.truncate(kept * dim);
+        match failure {
+            Some(e) => Err(e),
             None => Ok(()),
         }
     }
@@ -678,10 +802,9 @@ fn memrchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().rposition(|&b| b == b'\n')
 }
 
-/// Splits a block of whole lines into chunks of about equal size at line ends and parses them
-/// in parallel on the current rayon pool.
-fn parse_block(block: &[u8], shape: &LineShape, min_chunk_bytes: usize) -> Vec<ParsedChunk> {
-    use rayon::prelude::*;
+/// Splits a block of whole lines into chunks of about equal size at line ends, enough for
+/// every thread of the current rayon pool to have a few.
+fn chunks_of(block: &[u8], min_chunk_bytes: usize) -> Vec<&[u8]> {
     let parts =
         (block.len() / min_chunk_bytes.max(1)).clamp(1, 4 * rayon::current_num_threads().max(1));
     let target = block.len().div_ceil(parts).max(1);
@@ -700,151 +823,267 @@ fn parse_block(block: &[u8], shape: &LineShape, min_chunk_bytes: usize) -> Vec<P
         chunks.push(chunk);
         rest = tail;
     }
-    if chunks.len() == 1 {
-        return vec![parse_lines(chunks[0], shape)];
-    }
-    chunks.par_iter().map(|c| parse_lines(c, shape)).collect()
+    chunks
 }
 
-/// Parses whole lines (the last one may lack its newline), stopping at the first bad one.
-fn parse_lines(bytes: &[u8], shape: &LineShape) -> ParsedChunk {
-    let mut out = ParsedChunk {
-        lines: 0,
-        text: String::new(),
-        word_ends: Vec::new(),
-        // At most one value per two bytes; pages of the reserve never written cost nothing.
-        vecs: Vec::with_capacity(bytes.len() / 2 + 1),
-        error: None,
+/// Physical lines of `chunk`, a last one without its newline included.
+fn line_count(chunk: &[u8]) -> usize {
+    let mut blocks = chunk.chunks_exact(16);
+    let mut newlines: usize = (&mut blocks)
+        .map(|part| masks16(part).1.count_ones() as usize)
+        .sum();
+    newlines += blocks.remainder().iter().filter(|&&b| b == b'\n').count();
+    newlines + usize::from(chunk.last().is_some_and(|&b| b != b'\n'))
+}
+
+/// Parses the chunks on the current rayon pool, each straight into values of `vecs` set aside
+/// for it (a row per line, so every vector line has its row before any is parsed); the rows of
+/// blank lines, bad lines and repeated words are closed up by [`Table::absorb`].
+fn parse_chunks(chunks: &[&[u8]], shape: &LineShape, vecs: &mut Vec<f64>) -> ParsedBlock {
+    use rayon::prelude::*;
+    let lines: Vec<usize> = if chunks.len() == 1 {
+        vec![line_count(chunks[0])]
+    } else {
+        chunks.par_iter().map(|c| line_count(c)).collect()
     };
-    let fail = |out: &mut ParsedChunk, kind| {
-        // The bad line's values so far are not the table's.
-        out.vecs.truncate(out.word_ends.len() * shape.dim);
-        out.error = Some(LineError {
-            line: out.lines,
-            kind,
-        });
+    // A value takes two bytes at least (a digit and a separator), so a chunk holds at most
+    // half its length in values, whole rows and the start of a bad one together: the bound
+    // that keeps a header's absurd dimension from reserving what the file cannot fill.
+    let room: Vec<usize> = chunks
+        .iter()
+        .zip(&lines)
+        .map(|(c, &n)| n.saturating_mul(shape.dim).min(c.len() / 2 + 1))
+        .collect();
+    let first = vecs.len();
+    vecs.resize(first + room.iter().sum::<usize>(), 0.0);
+    let mut rest = &mut vecs[first..];
+    let mut work = Vec::with_capacity(chunks.len());
+    let mut at = first;
+    for (&chunk, &n) in chunks.iter().zip(&room) {
+        let (values, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        work.push((chunk, values, at));
+        rest = tail;
+        at += n;
+    }
+    let parse =
+        |(chunk, values, at): (&[u8], &mut [f64], usize)| (parse_lines(chunk, shape, values), at);
+    if work.len() == 1 {
+        work.into_iter().map(parse).collect()
+    } else {
+        work.into_par_iter().map(parse).collect()
+    }
+}
+
+/// Parses whole lines (the last one may lack its newline) into `rows`, one row per vector line,
+/// stopping at the first bad one.
+fn parse_lines(bytes: &[u8], shape: &LineShape, rows: &mut [f64]) -> ParsedChunk {
+    let mut out = ParsedChunk::new();
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        // Nearly every file: fields cut at ASCII whitespace, where a line-by-line read cuts
+        // them too unless a word or number holds Unicode whitespace; a chunk with anything
+        // outside ASCII that makes that doubtful is read again the slow way.
+        match parse_lines_fast(text, shape, rows, &mut out) {
+            Ok(()) => return out,
+            Err(kind) if text.is_ascii() => {
+                out.fail(kind);
+                return out;
+            }
+            Err(_) => out = ParsedChunk::new(),
+        }
+    }
+    for raw in bytes.split_inclusive(|&b| b == b'\n') {
+        let parsed = std::str::from_utf8(raw)
+            .map_err(|_| LineErrorKind::NotUtf8)
+            .and_then(|text| parse_fields(text.split_whitespace(), shape, rows, &mut out));
+        if let Err(kind) = parsed {
+            out.fail(kind);
+            break;
+        }
         out.lines += 1;
-    };
-    match std::str::from_utf8(bytes) {
-        // Nearly every file: one scan of the bytes, lines and numbers found as it goes.
-        Ok(text) if text.is_ascii() => {
-            let mut at = 0;
-            while at < text.len() {
-                match parse_ascii_line(text, at, shape, &mut out) {
-                    Ok(next) => {
-                        out.lines += 1;
-                        at = next;
-                    }
-                    Err(kind) => {
-                        fail(&mut out, kind);
-                        break;
-                    }
-                }
-            }
-        }
-        _ => {
-            for raw in bytes.split_inclusive(|&b| b == b'\n') {
-                let parsed = std::str::from_utf8(raw)
-                    .map_err(|_| LineErrorKind::NotUtf8)
-                    .and_then(|text| parse_fields(text.split_whitespace(), shape, &mut out));
-                if let Err(kind) = parsed {
-                    fail(&mut out, kind);
-                    break;
-                }
-                out.lines += 1;
-            }
-        }
     }
     out
 }
 
-/// Whether `c` is one of the ASCII characters `split_whitespace` splits at, the line's end
-/// aside.
+/// Where an ASCII separator byte (a blank or a newline) stands in `text`, in order, with
+/// whether it ends a line: found 64 bytes at a time as bit masks (which the compiler turns
+/// into vector compares), so the parser learns where every field ends without a byte loop.
+struct Separators<'a> {
+    text: &'a [u8],
+    /// Where the next 64 bytes start.
+    next_block: usize,
+    /// Where the current 64 bytes start.
+    base: usize,
+    /// Separators of the current 64 bytes not yet given out; bit j is byte `base + j`.
+    separators: u64,
+    newlines: u64,
+}
+
+impl<'a> Separators<'a> {
+    fn new(text: &'a [u8]) -> Separators<'a> {
+        Separators {
+            text,
+            next_block: 0,
+            base: 0,
+            separators: 0,
+            newlines: 0,
+        }
+    }
+
+    /// Bit j set where `block[j]` is a blank or a newline, and where it is a newline.
+    #[inline(always)]
+    fn masks(block: &[u8; 64]) -> (u64, u64) {
+        let (mut separators, mut newlines) = (0u64, 0u64);
+        for (k, part) in block.chunks_exact(16).enumerate() {
+            let (s, n) = masks16(part);
+            separators |= u64::from(s) << (16 * k);
+            newlines |= u64::from(n) << (16 * k);
+        }
+        (separators, newlines)
+    }
+}
+
+/// [`Separators::masks`] of 16 bytes, with SSE2's byte compares: the portable loop below is
+/// what the other architectures run, and on x86_64 it compiled to shuffles that made reading
+/// slower than the byte loop it replaced.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn is_blank(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | 0x0b | 0x0c | b'\r')
+fn masks16(part: &[u8]) -> (u16, u16) {
+    use std::arch::x86_64::*;
+    assert!(part.len() >= 16);
+    // SAFETY: SSE2 is part of every x86_64 processor, so its intrinsics can run on any; the
+    // unaligned load reads the first 16 bytes of `part`, which the assert above guarantees.
+    unsafe {
+        let v = _mm_loadu_si128(part.as_ptr().cast());
+        let space = _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8));
+        // Tab to carriage return are 9..=13: after subtracting 9, the bytes whose unsigned
+        // minimum with 4 is themselves.
+        let shifted = _mm_sub_epi8(v, _mm_set1_epi8(b'\t' as i8));
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(shifted, _mm_set1_epi8(4)), shifted);
+        let newline = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
+        (
+            _mm_movemask_epi8(_mm_or_si128(space, control)) as u16,
+            _mm_movemask_epi8(newline) as u16,
+        )
+    }
 }
 
-/// Parses the ASCII line starting at `text[start]` into `out` (a blank line adds nothing), as
-/// [`parse_fields`] would its `split_whitespace` fields, in one pass over its bytes with each
-/// number scanned where it stands: the hot loop of reading a file. Returns where the next line
-/// starts.
-fn parse_ascii_line(
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn masks16(part: &[u8]) -> (u16, u16) {
+    let (mut separators, mut newlines) = (0u16, 0u16);
+    for (j, &c) in part[..16].iter().enumerate() {
+        // b'\t'..=b'\r' are tab, newline, vertical tab, form feed and carriage return.
+        separators |= u16::from(c == b' ' || c.wrapping_sub(b'\t') < 5) << j;
+        newlines |= u16::from(c == b'\n') << j;
+    }
+    (separators, newlines)
+}
+
+impl Iterator for Separators<'_> {
+    type Item = (usize, bool);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(usize, bool)> {
+        while self.separators == 0 {
+            let start = self.next_block;
+            if start >= self.text.len() {
+                return None;
+            }
+            let mut block = [0u8; 64];
+            let end = (start + 64).min(self.text.len());
+            block[..end - start].copy_from_slice(&self.text[start..end]);
+            (self.separators, self.newlines) = Separators::masks(&block);
+            self.base = start;
+            self.next_block = end;
+        }
+        let j = self.separators.trailing_zeros();
+        self.separators &= self.separators - 1;
+        Some((self.base + j as usize, (self.newlines >> j) & 1 == 1))
+    }
+}
+
+/// Parses the lines of `text` into `rows` as [`parse_fields`] would their `split_whitespace`
+/// fields, where every separator is ASCII: the hot loop of reading a file. Every field's end
+/// comes from [`Separators`], so the numbers of a line do not wait on each other and the
+/// processor parses several at once. Fails at the first bad line, or at a word holding Unicode
+/// whitespace (which a line-by-line read would have split).
+fn parse_lines_fast(
     text: &str,
-    start: usize,
     shape: &LineShape,
+    rows: &mut [f64],
     out: &mut ParsedChunk,
-) -> Result<usize, LineErrorKind> {
+) -> Result<(), LineErrorKind> {
     let b = text.as_bytes();
-    let skip_blanks = |mut i: usize| {
-        while i < b.len() && is_blank(b[i]) {
-            i += 1;
-        }
-        i
-    };
-    let field_end = |mut i: usize| {
-        while i < b.len() && !is_blank(b[i]) && b[i] != b'\n' {
-            i += 1;
-        }
-        i
-    };
-    let line_end = |i: usize| if i < b.len() { i + 1 } else { i };
-    let word_start = skip_blanks(start);
-    if word_start == b.len() || b[word_start] == b'\n' {
-        return Ok(line_end(word_start));
-    }
-    let mut i = field_end(word_start);
-    let word = &text[word_start..i];
+    let dim = shape.dim;
+    let mut start = 0;
+    let mut word: Option<(usize, usize)> = None;
     let mut found = 0usize;
-    loop {
-        let at = skip_blanks(i);
-        if at == b.len() || b[at] == b'\n' {
-            finish_line(word, found, shape, out)?;
-            return Ok(line_end(at));
+    let mut row_start = 0;
+    // No row is written past `rows`, however large the dimension a header claims.
+    let mut divisors = vec![1.0; dim.min(rows.len())];
+    // A last line without its newline ends where the text does.
+    let last = (b.last().is_some_and(|&c| c != b'\n')).then_some((b.len(), true));
+    for (at, ends_line) in Separators::new(b).chain(last) {
+        if at > start {
+            match word {
+                None => {
+                    let w = &text[start..at];
+                    if !w.is_ascii() && w.chars().any(char::is_whitespace) {
+                        return Err(LineErrorKind::NotUtf8);
+                    }
+                    word = Some((start, at));
+                }
+                Some((ws, we)) => {
+                    if found < dim {
+                        let parts = short_decimal_parts(b, start, at).or_else(|| {
+                            scan_decimal_parts(b, start)
+                                .filter(|&(_, _, end)| end == at)
+                                .map(|(numerator, divisor, _)| (numerator, divisor))
+                        });
+                        let (numerator, divisor) = match parts {
+                            // Finite by construction (at most 2^53 times 10^22).
+                            Some(parts) => parts,
+                            None => (checked_number(&text[start..at], &text[ws..we], found)?, 1.0),
+                        };
+                        rows[row_start + found] = numerator;
+                        divisors[found] = divisor;
+                    }
+                    found += 1;
+                }
+            }
         }
-        let fast = match scan_decimal(b, at) {
-            Some((value, end)) if end == b.len() || is_blank(b[end]) || b[end] == b'\n' => {
-                Some((value, end))
-            }
-            _ => None,
-        };
-        i = match fast {
-            // Finite by construction (at most 2^53 times 10^22), so nothing waits on the
-            // division to decide what comes next.
-            Some((value, end)) => {
-                if found < shape.dim {
-                    out.vecs.push(value);
+        start = at + 1;
+        if ends_line {
+            if let Some((ws, we)) = word.take() {
+                finish_line(&text[ws..we], found, shape, out)?;
+                // One pass of packed divisions, none waiting on another.
+                for (value, divisor) in rows[row_start..row_start + dim].iter_mut().zip(&divisors) {
+                    *value /= *divisor;
                 }
-                end
+                row_start += dim;
             }
-            None => {
-                let end = field_end(at);
-                if found < shape.dim {
-                    let field = &text[at..end];
-                    let value = checked_number(field, word, found)?;
-                    out.vecs.push(value);
-                }
-                end
-            }
-        };
-        found += 1;
+            found = 0;
+            out.lines += 1;
+        }
     }
+    Ok(())
 }
 
-/// Parses a line's fields (the word, then the numbers) into `out`.
+/// Parses a line's fields (the word, then the numbers) into the next row of `rows`.
 fn parse_fields<'a>(
     mut fields: impl Iterator<Item = &'a str>,
     shape: &LineShape,
+    rows: &mut [f64],
     out: &mut ParsedChunk,
 ) -> Result<(), LineErrorKind> {
     let Some(word) = fields.next() else {
         return Ok(());
     };
+    let row_start = out.word_ends.len() * shape.dim;
     let mut found = 0usize;
     for field in fields {
         if found < shape.dim {
-            let value = checked_number(field, word, found)?;
-            out.vecs.push(value);
+            rows[row_start + found] = checked_number(field, word, found)?;
         }
         found += 1;
     }
@@ -909,7 +1148,16 @@ fn parse_number(text: &str) -> Option<f64> {
 /// 22, both exact in an f64, so one multiplication or division is correctly rounded. `None`
 /// where the fast path does not apply (the caller then asks the standard parser).
 #[inline(always)]
-fn scan_decimal(b: &[u8], mut i: usize) -> Option<(f64, usize)> {
+fn scan_decimal(b: &[u8], i: usize) -> Option<(f64, usize)> {
+    scan_decimal_parts(b, i).map(|(numerator, divisor, end)| (numerator / divisor, end))
+}
+
+/// [`scan_decimal`] before its one division: the number is `numerator / divisor`, both exact
+/// (a number with a positive exponent has its multiplication done, and divisor 1). The parser
+/// divides a whole line's numbers at once: a division is as slow as the rest of a number's
+/// parse, and where each waited on its own, it was a quarter of the reading time.
+#[inline(always)]
+fn scan_decimal_parts(b: &[u8], mut i: usize) -> Option<(f64, f64, usize)> {
     let first = *b.get(i)?;
     let negative = first == b'-';
     i += usize::from(negative || first == b'+');
@@ -945,9 +1193,66 @@ fn scan_decimal(b: &[u8], mut i: usize) -> Option<(f64, usize)> {
     if mantissa > 1 << 53 {
         return None;
     }
-    let m = mantissa as f64;
-    let value = if scale < 0 { m / power } else { m * power };
-    Some((if negative { -value } else { value }, i))
+    let m = signed(mantissa, negative);
+    Some(if scale < 0 {
+        (m, power, i)
+    } else {
+        (m * power, 1.0, i)
+    })
+}
+
+/// [`scan_decimal_parts`] of the field `b[start..end]` when it is an optional `-` and at most
+/// eight bytes of digits with at most one `.` among them (`-0.123456`, as word2vec.c writes
+/// every number), read as one eight-byte word: the dot found and squeezed out in the word,
+/// and the digits converted together. `None` for anything else, which the general scan reads.
+#[inline(always)]
+fn short_decimal_parts(b: &[u8], start: usize, end: usize) -> Option<(f64, f64)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let negative = b.get(start) == Some(&b'-');
+    let from = start + usize::from(negative);
+    let len = end.checked_sub(from)?;
+    let word = u64::from_le_bytes(b.get(from..from + 8)?.try_into().ok()?);
+    if len == 0 || len > 8 {
+        return None;
+    }
+    // The field's bytes, and zero bytes after them (not digits, so they end the run).
+    let word = if len == 8 {
+        word
+    } else {
+        word & ((1 << (8 * len)) - 1)
+    };
+    // Bytes equal to '.': zero bytes of `word ^ '.'`, exact up to the first one.
+    let dots = word ^ (u64::from(b'.') * ONES);
+    let dot_bits = dots.wrapping_sub(ONES) & !dots & HIGHS;
+    let (digits_word, digits, scale) = match dot_bits.trailing_zeros() / 8 {
+        at if (at as usize) < len => {
+            let at = at as usize;
+            let low = word & ((1u64 << (8 * at)) - 1);
+            let high = if at + 1 < 8 {
+                (word >> (8 * (at + 1))) << (8 * at)
+            } else {
+                0
+            };
+            (low | high, len - 1, len - 1 - at)
+        }
+        _ => (word, len, 0),
+    };
+    let (mantissa, count) = eight_digits(digits_word);
+    if count != digits || digits == 0 {
+        return None;
+    }
+    Some((signed(mantissa, negative), EXACT_POWERS_OF_TEN[scale]))
+}
+
+/// `mantissa` as an f64 with the sign of `negative` (so `-0` is -0.0, as the standard parser
+/// reads it), set by a bit, not a branch: half the numbers of an embeddings file are negative,
+/// at random, and a mispredicted branch cost a third of the parse (`copysign` from a table of
+/// signs measured slower still). Rounding to nearest is symmetric, so the sign can go on
+/// before a division as well as after.
+#[inline(always)]
+fn signed(mantissa: u64, negative: bool) -> f64 {
+    f64::from_bits((mantissa as f64).to_bits() | (u64::from(negative) << 63))
 }
 
 /// Appends the run of digits at `b[i..]` to `mantissa`, eight at a time, and returns where the
@@ -1020,31 +1325,21 @@ fn eight_digits(word: u64) -> (u64, usize) {
 /// `.gz`. The file appears atomically: it is written under a temporary name in the same directory
 /// and renamed when complete.
 pub fn write_word2vec_text(path: &Path, embeddings: &Embeddings) -> Result<(), EmbeddingsError> {
-    let gzip = path.extension().is_some_and(|e| e == "gz");
-    crate::atomic::write_atomic_with(path, |file| {
-        if gzip {
-            let mut gz = GzEncoder::new(file, Compression::default());
-            write_word2vec_text_to(&mut gz, embeddings)?;
-            gz.finish().map(drop)
-        } else {
-            write_word2vec_text_to(file, embeddings)
-        }
-    })
-    .map_err(|source| EmbeddingsError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
+    write_maybe_gzipped(path, |out| write_word2vec_text_to(out, embeddings))
 }
 
 /// Writes the word2vec text format (with header) to any writer.
-pub fn write_word2vec_text_to<W: Write>(out: &mut W, embeddings: &Embeddings) -> io::Result<()> {
+pub fn write_word2vec_text_to<W: Write + ?Sized>(
+    out: &mut W,
+    embeddings: &Embeddings,
+) -> io::Result<()> {
     let rows = (0..embeddings.len()).map(|i| (embeddings.words[i].as_str(), embeddings.vec(i)));
     write_word2vec_rows(out, embeddings.len(), embeddings.dim, rows)
 }
 
 /// Writes `count` rows of `dim` numbers in the word2vec text format (with header), each number
 /// in its shortest form that reads back as the same f64; for vectors not held as [`Embeddings`].
-pub fn write_word2vec_rows<'a, W: Write, S: AsRef<str>>(
+pub fn write_word2vec_rows<'a, W: Write + ?Sized, S: AsRef<str>>(
     out: &mut W,
     count: usize,
     dim: usize,
@@ -1252,6 +1547,45 @@ mod tests {
                 (want, run.len()),
                 "{text:?}"
             );
+        }
+    }
+
+    /// A line-by-line read with `split_whitespace`: the reader's specification.
+    fn line_by_line(text: &str, dim: usize) -> Option<Vec<(String, Vec<f64>)>> {
+        let mut rows = Vec::new();
+        for line in text.lines().skip(1) {
+            let mut fields = line.split_whitespace();
+            let Some(word) = fields.next() else { continue };
+            let values: Vec<f64> = fields.map(|f| f.parse().ok()).collect::<Option<_>>()?;
+            if values.len() != dim {
+                return None;
+            }
+            rows.push((word.to_string(), values));
+        }
+        Some(rows)
+    }
+
+    #[test]
+    fn words_outside_ascii_and_unicode_whitespace_read_as_line_by_line() {
+        for text in [
+            "2 2\nü 1 2\nwörd 3 4\n",
+            // No-break space inside a word: split there, as split_whitespace does.
+            "2 2\nü 1 2\nwo\u{a0}rd 3\n",
+            "1 2\nwo\u{a0}rd 3\n",
+            // Ideographic space between two fields.
+            "1 2\nx 1\u{3000}2\n",
+            "1 2\nx 1\u{3000}y\n",
+            "2 2\n日本 0.5 -0.25\n\u{2003}\nab 1 2",
+        ] {
+            let want = line_by_line(text, 2);
+            for (block, chunk) in [(10_000, 1 << 20), (5, 1)] {
+                let got = parse_in_pieces(text, block, chunk).ok().map(|(e, _)| {
+                    (0..e.len())
+                        .map(|i| (e.words[i].clone(), e.vec(i).to_vec()))
+                        .collect::<Vec<_>>()
+                });
+                assert_eq!(got, want, "{text:?} {block} {chunk}");
+            }
         }
     }
 
