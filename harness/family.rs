@@ -256,7 +256,16 @@ pub trait Family: Send + Sync {
         &self,
         variant: &str,
         request: &crate::peers::protocol::Request,
+        options: &ServeOptions,
     ) -> anyhow::Result<()>;
+}
+
+/// How `parbench peer-serve` runs a variant, beyond the request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServeOptions {
+    /// A folder for the parsed cache of the request's input files (embeddings): with it, a
+    /// process after the first on unchanged files loads the parsed table instead of the text.
+    pub cache: Option<std::path::PathBuf>,
 }
 
 /// A point's input as a peer sees it: its files (role -> path relative to the work directory)
@@ -362,8 +371,9 @@ pub trait TypedFamily: Send + Sync {
         &self,
         variant: &str,
         request: &crate::peers::protocol::Request,
+        options: &ServeOptions,
     ) -> anyhow::Result<()> {
-        let _ = request;
+        let _ = (request, options);
         anyhow::bail!(
             "the {} family cannot run its variant {variant} as a peer process",
             Self::NAME
@@ -487,7 +497,8 @@ impl<F: TypedFamily> Family for F {
         &self,
         variant: &str,
         request: &crate::peers::protocol::Request,
+        options: &ServeOptions,
     ) -> anyhow::Result<()> {
-        TypedFamily::serve_peer(self, variant, request)
+        TypedFamily::serve_peer(self, variant, request, options)
     }
 }

@@ -214,6 +214,10 @@ machines' times."
         /// The variant of the request's family.
         #[arg(long)]
         variant: String,
+        /// Keep the parsed input (embeddings) in this folder, and load it from there when the
+        /// files have not changed.
+        #[arg(long, value_name = "DIR")]
+        cache: Option<PathBuf>,
         /// The request file.
         request: PathBuf,
     },
@@ -510,7 +514,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Peers(cmd) => parbench::peers::cli::run(cmd),
-        Command::PeerServe { variant, request } => {
+        Command::PeerServe {
+            variant,
+            cache,
+            request,
+        } => {
             let request = parbench::peers::protocol::Request::read(&request)?;
             let family = families::find(&request.family).with_context(|| {
                 format!(
@@ -518,7 +526,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
                     request.family
                 )
             })?;
-            family.serve_peer(&variant, &request)?;
+            family.serve_peer(
+                &variant,
+                &request,
+                &parbench::family::ServeOptions { cache },
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Info { quick, json } => {

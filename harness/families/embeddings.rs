@@ -2,20 +2,31 @@
 //! paper's shape (100,000 words of dimension 300) a larger cost than the solve it feeds.
 //!
 //! A point writes a seeded table in word2vec's text format (values with `decimals` decimals,
-//! as word2vec.c's `%lf` gives six) to a temporary file, plain and gzip-compressed, and the
-//! variants read it with `threads` threads:
+//! as word2vec.c's `%lf` gives six) to a temporary file, plain and gzip-compressed, and in
+//! word2vec's binary format, and stores the parsed table in a cache in its folder; the variants
+//! read it with `threads` threads:
 //! - `text`: the plain file, parsed in blocks whose chunks every thread parses at once;
-//! - `text-gz`: the compressed one, decompressed on one thread and parsed the same way.
+//! - `text-gz`: the compressed one, decompressed on one thread and parsed the same way;
+//! - `binary`: the binary file (`f32` values, as the format has them), read on one thread;
+//! - `cached`: the plain file through the parsed cache (`EmbeddingsCache`), which holds it: what
+//!   every read of an unchanged file after the first costs.
 //!
-//! Every run checks that it read back exactly the table written. Metrics: `gb_per_s` (bytes of
-//! text per second, the compressed variant's counted as its text), `file_bytes` (the plain
-//! file), `words`, `dim`; the work is the text streamed once and the table written once.
+//! Every run checks that it read back exactly the table written in its format (the binary
+//! one's values rounded to `f32`), and the cached run that it was served from the cache.
+//! Metrics: `gb_per_s` (bytes of text per second: every variant's time counted against the text
+//! it stands in for, so the four compare as rates of loading the same table), `source_bytes`
+//! (the file the variant reads), `file_bytes` (the plain file), `words`, `dim`; the work is what
+//! the reader scans (the text, decompressed for `text-gz`; else its own file) streamed once and
+//! the table written once.
 
 use crate::exec::bound::work_metrics;
 use crate::families::params::{positive, PointIssue};
 use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
-use parbench_common::embeddings::{read_word2vec_text_with_stats, write_word2vec_text, Embeddings};
+use parbench_common::embeddings::{
+    read_word2vec_binary, read_word2vec_text_with_stats, write_word2vec_binary,
+    write_word2vec_text, CacheUse, Embeddings, EmbeddingsCache,
+};
 use parbench_common::{Par, Precision, Work};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,7 +35,7 @@ use std::time::Instant;
 pub struct EmbeddingsFamily;
 
 /// The variants, in the order the tables list them.
-const VARIANTS: [&str; 2] = ["text", "text-gz"];
+const VARIANTS: [&str; 4] = ["text", "text-gz", "binary", "cached"];
 
 crate::point_params! {
     /// A table of word vectors to write and read back.
@@ -41,10 +52,13 @@ crate::point_params! {
 /// The written files, removed when the point is done with them.
 struct WrittenTable {
     table: Embeddings,
+    /// The table as the binary file holds it, in `f32`.
+    table_f32: Embeddings,
     dir: PathBuf,
     plain: PathBuf,
     gzip: PathBuf,
-    plain_bytes: u64,
+    binary: PathBuf,
+    cache: EmbeddingsCache,
 }
 
 impl Drop for WrittenTable {
@@ -64,7 +78,7 @@ impl TypedFamily for EmbeddingsFamily {
 
     // Exact: the sizes, and the work they make.
     fn exact_metrics(&self) -> &'static [&'static str] {
-        &["file_bytes", "words", "dim", "work_*"]
+        &["file_bytes", "source_bytes", "words", "dim", "work_*"]
     }
 
     fn check(&self, point: &EmbeddingsPoint, _variants: &[String]) -> Vec<PointIssue> {
@@ -109,18 +123,27 @@ impl TypedFamily for EmbeddingsFamily {
             point.dim
         ));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let mut written = WrittenTable {
+        let table_f32 = Embeddings::new(
+            table.words.clone(),
+            table.dim,
+            table.vecs.iter().map(|&x| f64::from(x as f32)).collect(),
+        )?;
+        let written = WrittenTable {
             table,
+            table_f32,
             plain: dir.join("vectors.txt"),
             gzip: dir.join("vectors.txt.gz"),
+            binary: dir.join("vectors.bin"),
+            cache: EmbeddingsCache::new(dir.join("cache")),
             dir,
-            plain_bytes: 0,
         };
         write_word2vec_text(&written.plain, &written.table)?;
         write_word2vec_text(&written.gzip, &written.table)?;
-        written.plain_bytes = std::fs::metadata(&written.plain)
-            .with_context(|| format!("reading the size of {}", written.plain.display()))?
-            .len();
+        write_word2vec_binary(&written.binary, &written.table)?;
+        // The cached variant measures what every read after the first costs: the first is here.
+        if let (_, _, CacheUse::NotStored(why)) = written.cache.read(&written.plain)? {
+            bail!("cannot store the table in the parsed cache: {why}");
+        }
         Ok(Box::new(written))
     }
 
@@ -134,31 +157,58 @@ impl TypedFamily for EmbeddingsFamily {
         let written = input
             .downcast_ref::<WrittenTable>()
             .ok_or_else(|| anyhow!("internal: the prepared input is not a written table"))?;
-        let path = match variant {
-            "text" => &written.plain,
-            "text-gz" => &written.gzip,
-            other => bail!("unknown embeddings variant {other}"),
-        };
         // A pool even for one thread (`Par::Rayon(1)`, not `Par::Seq`): the reader parses in
         // the pool it is called from, which would otherwise be the global one.
         let pool = Par::Rayon(threads.max(1))
             .pool()?
             .ok_or_else(|| anyhow!("internal: a rayon setting gave no pool"))?;
+        let (path, expected) = match variant {
+            "text" | "cached" => (&written.plain, &written.table),
+            "text-gz" => (&written.gzip, &written.table),
+            "binary" => (&written.binary, &written.table_f32),
+            other => bail!("unknown embeddings variant {other}"),
+        };
         let start = Instant::now();
-        let (table, _) = pool.install(|| read_word2vec_text_with_stats(path))?;
+        let (table, source) = pool.install(|| -> Result<_> {
+            Ok(match variant {
+                "binary" => (read_word2vec_binary(path)?.0, path.clone()),
+                "cached" => {
+                    let (table, _, used) = written.cache.read(path)?;
+                    if used != CacheUse::Hit {
+                        bail!(
+                            "the parsed cache did not serve {} ({used:?})",
+                            path.display()
+                        );
+                    }
+                    (table, written.cache.entry_of(path)?)
+                }
+                _ => (read_word2vec_text_with_stats(path)?.0, path.clone()),
+            })
+        })?;
         let wall = start.elapsed().as_secs_f64();
-        if table != written.table {
+        if &table != expected {
             bail!(
                 "{variant} read {} back as another table than was written",
                 path.display()
             );
         }
-        let text_bytes = written.plain_bytes as f64;
+        let size = |p: &Path| -> Result<f64> {
+            Ok(std::fs::metadata(p)
+                .with_context(|| format!("reading the size of {}", p.display()))?
+                .len() as f64)
+        };
+        let text_bytes = size(&written.plain)?;
+        let source_bytes = size(&source)?;
         let table_bytes = 8.0 * (point.words * point.dim) as f64;
         let work = Work {
             flops: 0.0,
             precision: Precision::F64,
-            stream_bytes: text_bytes + table_bytes,
+            // What the reader scans: the text (decompressed, for text-gz), else its own file.
+            stream_bytes: if variant.starts_with("text") {
+                text_bytes
+            } else {
+                source_bytes
+            } + table_bytes,
             reuse_bytes: 0.0,
             reuse_footprint_bytes: 0.0,
             threads: threads.max(1),
@@ -166,6 +216,7 @@ impl TypedFamily for EmbeddingsFamily {
         let mut metrics = BTreeMap::from([
             ("gb_per_s".to_string(), text_bytes / wall / 1e9),
             ("file_bytes".to_string(), text_bytes),
+            ("source_bytes".to_string(), source_bytes),
             ("words".to_string(), point.words as f64),
             ("dim".to_string(), point.dim as f64),
         ]);

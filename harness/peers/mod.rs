@@ -42,6 +42,10 @@ pub struct ShippedPeer {
     /// so its whole-process time, loading included, stands beside the peers'.
     #[serde(default)]
     pub parbench: Option<String>,
+    /// With `parbench`: keep the parsed input in a cache in the peer's work directory
+    /// (`peer-serve --cache`), so every run after the point's first loads the parsed table.
+    #[serde(default)]
+    pub cache: bool,
     /// The distributions it imports (their versions go into the run's `meta.json`).
     #[serde(default)]
     pub packages: Vec<String>,
@@ -55,12 +59,25 @@ impl ShippedPeer {
     /// What starts it, as `parbench peers list` shows it.
     pub fn command(&self) -> String {
         match (&self.program, &self.parbench) {
-            (_, Some(variant)) => format!("parbench peer-serve --variant {variant}"),
+            (_, Some(variant)) => parbench_command(variant, self.cache),
             (Some(file), None) => format!("peers/{file}"),
             (None, None) => String::new(),
         }
     }
 }
+
+/// How a parbench peer is started, as `peers list` and `meta.json` show it.
+fn parbench_command(variant: &str, cache: bool) -> String {
+    let cache = if cache {
+        format!(" --cache <work dir>/{PARSED_CACHE_DIR}")
+    } else {
+        String::new()
+    };
+    format!("parbench peer-serve --variant {variant}{cache}")
+}
+
+/// The folder of a peer's work directory that a cached parbench peer keeps its parsed input in.
+pub const PARSED_CACHE_DIR: &str = "parsed-cache";
 
 const REGISTRY_YAML: &str = include_str!("../../peers/peers.yaml");
 
@@ -128,8 +145,9 @@ pub enum Program {
     /// An experiment's own command; relative paths in it are taken from `dir`, the experiment
     /// file's folder.
     Declared { argv: Vec<String>, dir: PathBuf },
-    /// This parbench's variant `variant`, as its own process reading the peer files.
-    Parbench { variant: String },
+    /// This parbench's variant `variant`, as its own process reading the peer files, with or
+    /// without the parsed cache.
+    Parbench { variant: String, cache: bool },
 }
 
 impl Peer {
@@ -162,6 +180,7 @@ pub fn resolve(
     let program = match (&shipped.program, &shipped.parbench) {
         (_, Some(variant)) => Program::Parbench {
             variant: variant.clone(),
+            cache: shipped.cache,
         },
         (Some(file), None) => Program::Shipped {
             file: file.clone(),
@@ -245,8 +264,8 @@ pub fn records(peers: &BTreeMap<String, Peer>) -> BTreeMap<String, PeerRecord> {
                     (format!("peers/{file}"), versions)
                 }
                 Program::Declared { argv, .. } => (argv.join(" "), BTreeMap::new()),
-                Program::Parbench { variant } => (
-                    format!("parbench peer-serve --variant {variant}"),
+                Program::Parbench { variant, cache } => (
+                    parbench_command(variant, *cache),
                     BTreeMap::from([(
                         "parbench".to_string(),
                         crate::results::PARBENCH_VERSION.to_string(),
@@ -295,6 +314,10 @@ mod tests {
                 }
                 _ => panic!("peer {name} needs exactly one of program and parbench"),
             }
+            assert!(
+                !peer.cache || peer.parbench.is_some(),
+                "peer {name}: only a parbench peer has a parsed cache"
+            );
             assert!(
                 crate::families::find(&peer.family).is_some(),
                 "peer {name}: no family {}",

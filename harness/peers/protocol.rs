@@ -305,15 +305,20 @@ fn argv(peer: &Peer, work_dir: &Path) -> Result<Vec<OsString>> {
                 work_dir.join("programs").join(file).into_os_string(),
             ])
         }
-        Program::Parbench { variant } => {
+        Program::Parbench { variant, cache } => {
             let exe = std::env::current_exe()
                 .context("cannot find this parbench's own executable to start it as a peer")?;
-            Ok(vec![
+            let mut argv = vec![
                 exe.into_os_string(),
                 "peer-serve".into(),
                 "--variant".into(),
                 variant.into(),
-            ])
+            ];
+            if *cache {
+                argv.push("--cache".into());
+                argv.push(work_dir.join(super::PARSED_CACHE_DIR).into_os_string());
+            }
+            Ok(argv)
         }
         Program::Declared { argv, dir } => {
             let Some((program, args)) = argv.split_first() else {

@@ -3,7 +3,7 @@
 
 use crate::support::{parbench, stderr};
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// Two-dimensional vectors, so Euclidean distances are easy to state.
 const EMBEDDINGS: &str = "\
@@ -27,6 +27,8 @@ tree unknownword
 
 struct Fixture {
     dir: tempfile::TempDir,
+    /// The parsed cache's home, apart from `dir` (whose files some tests count).
+    cache: tempfile::TempDir,
 }
 
 impl Fixture {
@@ -34,7 +36,10 @@ impl Fixture {
         let dir = tempfile::tempdir().expect("temporary folder");
         std::fs::write(dir.path().join("vecs.txt"), EMBEDDINGS).expect("write embeddings");
         std::fs::write(dir.path().join("docs.txt"), DOCS).expect("write docs");
-        Fixture { dir }
+        Fixture {
+            dir,
+            cache: tempfile::tempdir().expect("temporary folder"),
+        }
     }
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
@@ -42,7 +47,12 @@ impl Fixture {
 }
 
 fn wmd(fx: &Fixture, extra: &[&str]) -> Output {
-    let emb = fx.path("vecs.txt");
+    wmd_with(fx, "vecs.txt", extra)
+}
+
+/// `parbench wmd` on the fixture's `embeddings` file, its parsed cache in the fixture's folder.
+fn wmd_with(fx: &Fixture, embeddings: &str, extra: &[&str]) -> Output {
+    let emb = fx.path(embeddings);
     let docs = fx.path("docs.txt");
     let mut args = vec![
         "wmd",
@@ -52,7 +62,88 @@ fn wmd(fx: &Fixture, extra: &[&str]) -> Output {
         docs.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    parbench(&args)
+    Command::new(env!("CARGO_BIN_EXE_parbench"))
+        .args(&args)
+        .env("XDG_CACHE_HOME", fx.cache.path())
+        .output()
+        .expect("the parbench binary runs")
+}
+
+#[test]
+fn a_second_run_reads_the_parsed_cache_and_no_cache_parses_again() {
+    let fx = Fixture::new();
+    let first = wmd(&fx, &[]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("parsed; stored in the cache"),
+        "{}",
+        stderr(&first)
+    );
+    let entries = |fx: &Fixture| {
+        std::fs::read_dir(fx.cache.path().join("parbench/embeddings"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(entries(&fx), 1);
+    let second = wmd(&fx, &[]);
+    assert!(
+        stderr(&second).contains("from the parsed cache"),
+        "{}",
+        stderr(&second)
+    );
+    assert_eq!(second.stdout, first.stdout);
+    let uncached = wmd(&fx, &["--no-cache"]);
+    assert!(uncached.status.success(), "{}", stderr(&uncached));
+    assert!(
+        !stderr(&uncached).contains("cache"),
+        "{}",
+        stderr(&uncached)
+    );
+    assert_eq!(uncached.stdout, first.stdout);
+    // A changed file is parsed again, not served stale.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(
+        fx.path("vecs.txt"),
+        EMBEDDINGS.replace("car 1 0", "car 1 1"),
+    )
+    .unwrap();
+    let changed = wmd(&fx, &[]);
+    assert!(
+        stderr(&changed).contains("parsed; stored"),
+        "{}",
+        stderr(&changed)
+    );
+    assert_ne!(changed.stdout, first.stdout);
+    assert_eq!(entries(&fx), 1);
+}
+
+#[test]
+fn word2vec_binary_embeddings_give_the_text_files_distances() {
+    let fx = Fixture::new();
+    // The fixture's table in the binary format: "word " then two little-endian f32 values.
+    let mut bin = b"6 2\n".to_vec();
+    for line in EMBEDDINGS.lines().skip(1) {
+        let mut fields = line.split(' ');
+        bin.extend_from_slice(fields.next().unwrap().as_bytes());
+        bin.push(b' ');
+        for x in fields {
+            bin.extend_from_slice(&x.parse::<f32>().unwrap().to_le_bytes());
+        }
+        bin.push(b'\n');
+    }
+    std::fs::write(fx.path("vecs.bin"), bin).unwrap();
+    let text = wmd(&fx, &["--no-cache"]);
+    let binary = wmd_with(&fx, "vecs.bin", &["--no-cache"]);
+    assert!(binary.status.success(), "{}", stderr(&binary));
+    assert_eq!(binary.stdout, text.stdout);
+    std::fs::write(fx.path("cut.bin"), b"6 2\ncat \x00\x00").unwrap();
+    let cut = wmd_with(&fx, "cut.bin", &["--no-cache"]);
+    assert!(!cut.status.success());
+    assert!(
+        stderr(&cut).contains("cut.bin: byte 8: vector 1 (word \"cat\"): the file ends inside"),
+        "{}",
+        stderr(&cut)
+    );
 }
 
 /// Parses `doc,distance` CSV text, checking the header and that docs are numbered 0, 1, ...

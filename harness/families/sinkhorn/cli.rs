@@ -1,5 +1,5 @@
 //! `parbench wmd`: the Sinkhorn Word Mover's Distance of one document against every document of a
-//! file, with word vectors from a word2vec text file.
+//! file, with word vectors from a word2vec text or binary file (through the parsed cache).
 //!
 //! Pipeline: read the embeddings; read the documents (one per line); tokenize, remove stop words
 //! and out-of-vocabulary words ([`sinkhorn::corpus`]); take line `--query` as the query; solve
@@ -8,7 +8,7 @@
 
 use crate::util::{csv, datadir};
 use anyhow::{bail, Context, Result};
-use parbench_common::embeddings::read_word2vec_text_with_stats;
+use parbench_common::embeddings::{read_maybe_cached, EmbeddingsCache};
 use parbench_common::Par;
 use sinkhorn::corpus::{query_problem, CorpusVocab, DocCorpus};
 use sinkhorn::{Control, SinkhornParams};
@@ -31,10 +31,16 @@ Example:  parbench wmd --embeddings vecs.txt --docs docs.txt --query 0 --out dis
 )]
 pub struct WmdArgs {
     /// Word vectors in word2vec text format: a header line "V d", then V lines "word x1 .. xd"
-    /// (a file without the header, as GloVe writes them, also works; .gz is decompressed).
-    /// A name not found here is looked up in the data dir.
+    /// (a file without the header, as GloVe writes them, also works); a name ending in .bin is
+    /// word2vec's binary format; .gz is decompressed. A name not found here is looked up in the
+    /// data dir. The parsed table is kept in parbench's cache ($XDG_CACHE_HOME/parbench/
+    /// embeddings, else ~/.cache/parbench/embeddings) and read from there while the file is
+    /// unchanged.
     #[arg(long, value_name = "FILE")]
     pub embeddings: PathBuf,
+    /// Parse EMBEDDINGS even when the parsed cache holds it, and store nothing.
+    #[arg(long)]
+    pub no_cache: bool,
     /// Documents, one per line (whitespace-separated words); a name not found here is looked up
     /// in the data dir.
     #[arg(long, value_name = "FILE")]
@@ -133,10 +139,15 @@ pub fn run(args: &WmdArgs, data_dir: Option<&Path>) -> Result<()> {
     let read_docs_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    let (embeddings, emb_stats) = read_word2vec_text_with_stats(&embeddings_path)
+    let cache = if args.no_cache {
+        None
+    } else {
+        EmbeddingsCache::default_location()
+    };
+    let (embeddings, emb_stats, cache_use) = read_maybe_cached(&embeddings_path, cache.as_ref())
         .with_context(|| format!("reading embeddings from {}", embeddings_path.display()))?;
     eprintln!(
-        "embeddings: {} words, dimension {}{} ({:.3} s)",
+        "embeddings: {} words, dimension {}{} ({:.3} s{})",
         embeddings.len(),
         embeddings.dim,
         if emb_stats.duplicate_words > 0 {
@@ -147,7 +158,8 @@ pub fn run(args: &WmdArgs, data_dir: Option<&Path>) -> Result<()> {
         } else {
             String::new()
         },
-        t.elapsed().as_secs_f64()
+        t.elapsed().as_secs_f64(),
+        cache_use.map_or(String::new(), |u| format!(", {}", u.describe()))
     );
 
     let t = Instant::now();

@@ -10,10 +10,11 @@
 pub mod cli;
 
 use crate::families::params::{positive, PointIssue};
-use crate::family::{Measurement, PeerInput, PreparedInput, TraceStep, TypedFamily};
+use crate::family::{Measurement, PeerInput, PreparedInput, ServeOptions, TraceStep, TypedFamily};
 use crate::peers::files as peer_files;
 use crate::peers::protocol::{Request, Timing};
 use anyhow::{anyhow, bail, Context, Result};
+use parbench_common::embeddings::{read_maybe_cached, EmbeddingsCache};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::{Control, Par, SinkhornParams, WmdProblem};
 use std::collections::BTreeMap;
@@ -286,13 +287,14 @@ impl TypedFamily for SinkhornFamily {
     }
 
     /// `variant` on the peer files as its own process: the embeddings through parbench's
-    /// parallel parser, then the solve, timed as the Python peers time theirs.
-    fn serve_peer(&self, variant: &str, request: &Request) -> Result<()> {
+    /// parallel parser (or its parsed cache, given one), then the solve, timed as the Python
+    /// peers time theirs.
+    fn serve_peer(&self, variant: &str, request: &Request, options: &ServeOptions) -> Result<()> {
         let solver = sinkhorn::variant(variant)
             .ok_or_else(|| anyhow!("unknown sinkhorn variant {variant}"))?;
         let loading = Instant::now();
-        let embeddings =
-            parbench_common::embeddings::read_word2vec_text(&request.input("embeddings")?)?;
+        let cache = options.cache.as_ref().map(EmbeddingsCache::new);
+        let (embeddings, _, _) = read_maybe_cached(&request.input("embeddings")?, cache.as_ref())?;
         let query_path = request.input("query")?;
         let query = peer_files::read_number_rows(&query_path, "word,weight")?
             .into_iter()
@@ -403,8 +405,13 @@ fn dataset_problem(point: &SinkhornPoint, path: &Path, seed: u64) -> Result<WmdP
             .collect()
     };
     let embeddings = match point.embeddings.as_deref() {
-        Some(file) => parbench_common::embeddings::read_word2vec_text(Path::new(file))
-            .with_context(|| format!("reading embeddings {file}"))?,
+        // Through the user's parsed cache: a sweep reads the same file at every point.
+        Some(file) => {
+            let cache = EmbeddingsCache::default_location();
+            read_maybe_cached(Path::new(file), cache.as_ref())
+                .with_context(|| format!("reading embeddings {file}"))?
+                .0
+        }
         None => corpus::random_embeddings_for(&texts, dim, seed)
             .context("making random embeddings for the documents' words")?,
     };
