@@ -169,9 +169,9 @@ impl TypedFamily for EmbeddingsFamily {
             other => bail!("unknown embeddings variant {other}"),
         };
         let start = Instant::now();
-        let (table, source) = pool.install(|| -> Result<_> {
+        let table = pool.install(|| -> Result<_> {
             Ok(match variant {
-                "binary" => (read_word2vec_binary(path)?.0, path.clone()),
+                "binary" => read_word2vec_binary(path)?.0,
                 "cached" => {
                     let (table, _, used) = written.cache.read(path)?;
                     if used != CacheUse::Hit {
@@ -180,12 +180,16 @@ impl TypedFamily for EmbeddingsFamily {
                             path.display()
                         );
                     }
-                    (table, written.cache.entry_of(path)?)
+                    table
                 }
-                _ => (read_word2vec_text_with_stats(path)?.0, path.clone()),
+                _ => read_word2vec_text_with_stats(path)?.0,
             })
         })?;
         let wall = start.elapsed().as_secs_f64();
+        let source = match variant {
+            "cached" => written.cache.entry_of(path)?,
+            _ => path.clone(),
+        };
         if &table != expected {
             bail!(
                 "{variant} read {} back as another table than was written",
