@@ -1,11 +1,12 @@
 //! Large buffers backed by 2 MB pages.
 //!
-//! Every 4 KB page a buffer first writes costs a page fault, and in the virtual machines these
-//! sessions run on a fault costs microseconds: reading a 240 MB embeddings table faulted 60,000
-//! times, a third of its parse time. Kernels that gather rows at random also miss the TLB on
-//! nearly every gather with 4 KB pages. Transparent huge pages fix both where the kernel offers
-//! them (`madvise` mode, as on these machines): the buffer must be advised before its pages
-//! are first written.
+//! Kernels that gather rows at random miss the TLB on nearly every gather with 4 KB pages, and
+//! every 4 KB page a buffer first writes costs a page fault. Transparent huge pages fix both
+//! where the kernel offers them (`madvise` mode, as on these machines): the buffer must be
+//! advised before its pages are first written. They have a price: with `defrag` at `madvise`
+//! the kernel compacts memory to find each huge page, which on a host whose memory is
+//! fragmented made reading a 240 MB embeddings table twice as slow, so the embeddings reader
+//! does not use them; FusedMM's gathered matrices do.
 
 /// Bytes from which a buffer asks for 2 MB pages: below, a huge page would be mostly empty.
 pub const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
