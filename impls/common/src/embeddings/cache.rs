@@ -168,6 +168,28 @@ impl EmbeddingsCache {
         Ok((table, stats, outcome))
     }
 
+    /// Stores `table`, with the `stats` a read of it gives, as the parsed form of the file at
+    /// `path`: for a writer that has just written the table there, and need not parse it back.
+    pub fn put(
+        &self,
+        path: &Path,
+        table: &Embeddings,
+        stats: &ReadStats,
+    ) -> Result<(), EmbeddingsError> {
+        let io_err = |source| EmbeddingsError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let canonical = std::fs::canonicalize(path).map_err(io_err)?;
+        let stamp = Stamp::of(&canonical, EmbeddingsFormat::of(path)).map_err(io_err)?;
+        let entry = self.entry_path(&canonical);
+        self.store(&entry, &canonical, &stamp, table, stats)
+            .map_err(|source| EmbeddingsError::Write {
+                path: entry,
+                source,
+            })
+    }
+
     fn store(
         &self,
         entry: &Path,
@@ -376,6 +398,21 @@ mod tests {
         assert_eq!(used, CacheUse::Hit);
         assert_eq!(second, table);
         assert_eq!(stats, stats2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_table_put_for_its_file_is_read_back_as_its_parse() {
+        let dir = tempdir("put");
+        let cache = EmbeddingsCache::new(dir.join("cache"));
+        let table = Embeddings::random(40, 3, 6, 9).unwrap();
+        let file = dir.join("v.txt");
+        write_word2vec_text(&file, &table).unwrap();
+        let parsed = crate::embeddings::read_word2vec_text_with_stats(&file).unwrap();
+        cache.put(&file, &table, &parsed.1).unwrap();
+        let (read, stats, used) = cache.read(&file).unwrap();
+        assert_eq!(used, CacheUse::Hit);
+        assert_eq!((read, stats), parsed);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

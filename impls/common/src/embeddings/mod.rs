@@ -1041,6 +1041,8 @@ fn parse_lines_fast(
                 None => {
                     let w = &text[start..at];
                     if !w.is_ascii() && w.chars().any(char::is_whitespace) {
+                        // Never reported: any error sends a chunk with non-ASCII text to the
+                        // line-by-line read, which splits this word where it should.
                         return Err(LineErrorKind::NotUtf8);
                     }
                     word = Some((start, at));
