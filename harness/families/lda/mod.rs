@@ -1,5 +1,5 @@
 //! The LDA family: collapsed Gibbs sampling (`sequential`, `sparse`, `mh` Metropolis-Hastings,
-//! `sync` AD-LDA, `async` master-worker) from the `lda` crate, on a UCI bag-of-words corpus
+//! `warp` WarpLDA's delayed Metropolis-Hastings, `sync` AD-LDA, `async` master-worker) from the `lda` crate, on a UCI bag-of-words corpus
 //! (KOS), a text corpus (20 Newsgroups archive, one-article-per-line wiki17m) or a seeded
 //! synthetic corpus drawn from LDA's generative model.
 //!
@@ -32,6 +32,13 @@
 //!   worker's share is subtracted, but not the time other workers then wait for it, so
 //!   `sampling_s` overstates the time a run without evaluations takes: on KOS with 2 workers,
 //!   1.9 s for sync's 1.72 s.)
+//!
+//! - With `target_loglik_per_token` a run stops at the first evaluation (every
+//!   `likelihood_every` iterations) whose log-likelihood per token reaches it, `iters` being
+//!   the most it runs; `metric_seconds_to_target` is the sampling seconds (evaluations taken
+//!   out) at that evaluation, and `metric_reached_target` 1, or the whole run's and 0 when no
+//!   evaluation reached it: samplers that mix at different rates per iteration compared by the
+//!   time they take to get equally far.
 //!
 //! - Under `backend: mpi` (the experiment's launcher) `sync` and `async` run with the master on
 //!   rank 0 and `threads` workers on ranks 1.., one process each; every process reads the corpus.
@@ -114,6 +121,9 @@ crate::point_params! {
         checkpoint_fraction for ["sync", "async"]: f64 = DEFAULT_CHECKPOINT_FRACTION,
         /// evaluate the log-likelihood every N iterations inside the timed run (0: only after it)
         likelihood_every: usize = 0,
+        /// stop once an evaluated log-likelihood per token reaches this (needs likelihood_every;
+        /// gives metrics seconds_to_target and reached_target; none: run every iteration)
+        target_loglik_per_token: Option<f64> = None,
         /// how a worker encodes its delta
         delta for ["async"]: Choice<DeltaEncoding> = Choice(DeltaEncoding::default()),
         /// keep sampling while the master's reply is in flight
@@ -250,6 +260,22 @@ impl TypedFamily for LdaFamily {
     fn check(&self, point: &LdaPoint, _variants: &[String]) -> Vec<PointIssue> {
         let mut issues = Vec::new();
         positive(&mut issues, "iters", point.iters);
+        if let Some(target) = point.target_loglik_per_token {
+            if !(target.is_finite() && target < 0.0) {
+                issues.push(PointIssue::new(
+                    &["target_loglik_per_token"],
+                    format!("`target_loglik_per_token` must be a negative number (a log-likelihood per token), got {target}"),
+                    "set it to a value the samplers reach, e.g. 1% below sequential's final `metric_loglik_per_token`",
+                ));
+            }
+            if point.likelihood_every == 0 {
+                issues.push(PointIssue::new(
+                    &["target_loglik_per_token", "likelihood_every"],
+                    "`target_loglik_per_token` is only seen where the log-likelihood is evaluated, and `likelihood_every` is 0".to_string(),
+                    "set `likelihood_every` to 1 or more",
+                ));
+            }
+        }
         if let Some(docs) = point.docs {
             positive(&mut issues, "docs", docs);
         }
@@ -472,20 +498,54 @@ fn measure(
     let mut reports = Vec::with_capacity(params.iterations);
     // Under MPI the workers are the job's ranks after the master, `threads` of them.
     let par = Par::threads(threads);
+    let tokens = corpus.num_tokens().max(1) as f64;
+    let target = point.target_loglik_per_token;
+    let reached =
+        |r: &IterationReport| target.is_some_and(|t| r.loglik.is_some_and(|ll| ll / tokens >= t));
     let out = sampler.train_on(corpus, &params, par, backend.communicator(), &mut |r| {
         reports.push(*r);
-        Control::Continue
+        if reached(r) {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
     })?;
     Ok(out.map(|out| {
         let mut m = Measurement {
             trace: trace(corpus, &reports, &out),
             ..measurement(corpus, &params, &out)
         };
+        if target.is_some() {
+            m.metrics
+                .extend(time_to_target(&reports, &m.trace, reached));
+        }
         // Under MPI the workers are the ranks after the master: `threads` of them either way.
         let work = sampler.work(corpus, &params, &out, par);
         m.metrics.extend(work_metrics(&work));
         m
     }))
+}
+
+/// `seconds_to_target`: the sampling seconds (evaluations taken out) at the first report that
+/// `reached`, else at the last one (a lower bound); `reached_target`: 1 or 0.
+fn time_to_target(
+    reports: &[IterationReport],
+    trace: &[TraceStep],
+    reached: impl Fn(&IterationReport) -> bool,
+) -> [(String, f64); 2] {
+    let first = reports.iter().position(reached);
+    let step = first.or(reports.len().checked_sub(1));
+    let seconds = step
+        .and_then(|i| trace.get(i))
+        .and_then(|s| s.metrics.get("sampling_s").copied())
+        .unwrap_or(0.0);
+    [
+        ("seconds_to_target".to_string(), seconds),
+        (
+            "reached_target".to_string(),
+            f64::from(u8::from(first.is_some())),
+        ),
+    ]
 }
 
 /// The trace of a run from its progress reports (see the module docs): one step per report,

@@ -7,13 +7,16 @@
 //!
 //! Defaults: `/work/shared/data`, 5 iterations, `20,1000,10000`, `2` (extra step counts add
 //! `mh/<steps>` rows), `sparse,sequential,mh` (the first one listed is the `vs` column's base).
-//! With `PARBENCH_TRACE=1` the log-likelihood is evaluated after every iteration, and each row
+//! `PARBENCH_DOCS=N` keeps the first N documents. With `PARBENCH_TRACE=1` the log-likelihood is evaluated after every iteration, and each row
 //! also gives the sampling time (evaluations taken out) at which the sampler first came within 1%
 //! of the best final log-likelihood at that K (a time-to-quality column). Every run starts from the same seeded state; the likelihood is not
 //! evaluated inside the timed run. At K = 10,000 `sequential` (O(K) per token) runs one
 //! iteration only, and its tokens/s is from that one.
 
-use lda::{variant, Control, Corpus, LdaParams, LdaSampler, MetropolisHastings, Par};
+use lda::{
+    variant, Control, Corpus, LdaParams, LdaSampler, MetropolisHastings, Par,
+    WarpMetropolisHastings,
+};
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -38,7 +41,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .split(',')
         .map(String::from)
         .collect();
-    let corpus = Corpus::read_uci(&dir.join("docword.kos.txt"), None)?;
+    let mut corpus = Corpus::read_uci(&dir.join("docword.kos.txt"), None)?;
+    // PARBENCH_DOCS=N keeps the first N documents (the quick runs' cut).
+    if let Some(n) = std::env::var("PARBENCH_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        let docs = corpus.docs().iter().take(n).cloned().collect();
+        corpus = Corpus::new(docs, corpus.vocab().to_vec(), corpus.num_words())?;
+    }
     println!(
         "KOS: D = {}, W = {}, N = {} tokens; {iterations} iterations, one thread",
         corpus.num_docs(),
@@ -54,6 +65,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut rows = Vec::new();
         let mut samplers: Vec<(String, Box<dyn LdaSampler>)> = Vec::new();
         for name in &only {
+            if let Some(steps) = name.strip_prefix("warp/") {
+                let steps = steps.parse()?;
+                samplers.push((name.clone(), Box::new(WarpMetropolisHastings { steps })));
+                continue;
+            }
             if name != "mh" {
                 let v = variant(name).ok_or_else(|| format!("unknown sampler {name}"))?;
                 samplers.push((name.clone(), v));

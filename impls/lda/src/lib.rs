@@ -14,6 +14,11 @@
 //!   whatever K: alternating word proposals (n_kw + beta) and document proposals
 //!   (n_dk + alpha), each drawn from a random other token's topic, accepted against the exact
 //!   collapsed conditional; bit-for-bit repeatable.
+//! - [`WarpMetropolisHastings`] (`warp`): WarpLDA's delayed-update Metropolis-Hastings, O(1)
+//!   per token and cache-resident: a document phase and a word phase per iteration, each
+//!   accepting the proposals the other drew against one document's or one word's counts, with
+//!   every token's topic and proposals kept in document-major and word-major records;
+//!   bit-for-bit repeatable.
 //! - [`SyncMasterWorker`] (`sync`): AD-LDA, `par.degree()` worker threads with a barrier and a
 //!   merge at every checkpoint; repeatable for a seed and worker count.
 //! - [`AsyncMasterWorker`] (`async`): the paper's asynchronous master-worker; dense or sparse
@@ -72,6 +77,7 @@ pub mod reference;
 pub mod sequential;
 pub mod sparse;
 pub mod sync;
+pub mod warp;
 pub(crate) mod wire;
 pub mod work;
 
@@ -89,6 +95,7 @@ pub use quality::{hungarian, jensen_shannon, match_topics, TopicMatch};
 pub use sequential::Sequential;
 pub use sparse::Sparse;
 pub use sync::SyncMasterWorker;
+pub use warp::WarpMetropolisHastings;
 
 pub use parbench_common::{Par, Work};
 pub use work::TokenCost;
@@ -179,6 +186,7 @@ pub fn variants() -> Vec<Box<dyn LdaSampler>> {
         Box::new(Sequential),
         Box::new(Sparse),
         Box::new(MetropolisHastings::default()),
+        Box::new(WarpMetropolisHastings::default()),
         Box::new(SyncMasterWorker),
         Box::new(AsyncMasterWorker),
     ]

@@ -126,22 +126,22 @@ impl LdaSampler for MetropolisHastings {
     }
 }
 
-/// The constants of the acceptance ratios and proposals.
+/// The constants of the acceptance ratios and proposals (shared with `warp`).
 #[derive(Clone, Copy, Debug)]
-struct Priors {
-    topics: usize,
-    steps: usize,
-    alpha: f64,
-    beta: f64,
-    w_beta: f64,
-    k_alpha: f64,
-    k_beta: f64,
-    inv_alpha: f64,
-    inv_beta: f64,
+pub(crate) struct Priors {
+    pub topics: usize,
+    pub steps: usize,
+    pub alpha: f64,
+    pub beta: f64,
+    pub w_beta: f64,
+    pub k_alpha: f64,
+    pub k_beta: f64,
+    pub inv_alpha: f64,
+    pub inv_beta: f64,
 }
 
 impl Priors {
-    fn new(params: &LdaParams, steps: usize, num_words: usize) -> Priors {
+    pub(crate) fn new(params: &LdaParams, steps: usize, num_words: usize) -> Priors {
         let k = params.topics as f64;
         Priors {
             topics: params.topics,
@@ -160,7 +160,7 @@ impl Priors {
     /// a uniformly random other entry with probability `(len - 1) / (len - 1 + K prior)`, else a
     /// uniform topic. `mass` is `K prior`, `inv_prior` its `1 / prior`.
     #[inline(always)]
-    fn propose(
+    pub(crate) fn propose(
         &self,
         others: &[u32],
         own: usize,
@@ -168,19 +168,35 @@ impl Priors {
         inv_prior: f64,
         rng: &mut Rng,
     ) -> usize {
+        self.propose_at(rng.next_f64(), others, own, mass, inv_prior)
+    }
+
+    /// [`Priors::propose`] with its uniform draw `unit` in `[0, 1)` given.
+    #[inline(always)]
+    pub(crate) fn propose_at(
+        &self,
+        unit: f64,
+        others: &[u32],
+        own: usize,
+        mass: f64,
+        inv_prior: f64,
+    ) -> usize {
         // Branch-free: both candidates are computed and one is selected, since which branch
         // is taken is random (at K = 1000, alpha = 0.1 a document of 100 tokens takes the
         // uniform one half the time) and a mispredicted branch costs more than the other
         // candidate. `others` holds at least the token itself, so the clamped index is valid.
         let last = others.len() - 1;
         let n = last as f64;
-        let u = rng.next_f64() * (n + mass);
-        let j = u as usize;
+        let u = unit * (n + mass);
+        // Conversions through i64, not usize: x86-64 converts to signed integers in one
+        // instruction, to unsigned ones in about six (`u` is not negative, so the value is the
+        // same).
+        let j = u as i64 as usize;
         let from_token = others[(j + usize::from(j >= own)).min(last)] as usize;
-        // Negative for the token branch (the cast saturates to 0); rounding can put it a hair
+        // Negative for the token branch, where it is not used; rounding can put it a hair
         // above K. The clamp below fixes that and keeps the result below K whatever the topics
         // given (one instruction), which the unchecked reads in `resample` rely on.
-        let uniform = ((u - n) * inv_prior) as usize;
+        let uniform = ((u - n) * inv_prior) as i64 as usize;
         let t = if u < n { from_token } else { uniform };
         t.min(self.topics - 1)
     }
@@ -250,6 +266,40 @@ impl Priors {
     }
 }
 
+/// The corpus's tokens grouped by word, a counting sort in which a word's tokens keep corpus
+/// order (`mh` and `warp` both keep a word-major copy of the topics).
+pub(crate) struct WordMajor {
+    /// Word `w`'s tokens are `start[w]..start[w + 1]`.
+    pub start: Vec<usize>,
+    /// The n-th token in corpus (document-major) order is at `position[n]`.
+    pub position: Vec<usize>,
+}
+
+impl WordMajor {
+    pub(crate) fn of(corpus: &Corpus) -> WordMajor {
+        let num_words = corpus.num_words();
+        let mut start = vec![0usize; num_words + 1];
+        for &w in corpus.docs().iter().flatten() {
+            start[w as usize + 1] += 1;
+        }
+        for w in 0..num_words {
+            start[w + 1] += start[w];
+        }
+        let mut next = start.clone();
+        let position = corpus
+            .docs()
+            .iter()
+            .flatten()
+            .map(|&w| {
+                let p = next[w as usize];
+                next[w as usize] += 1;
+                p
+            })
+            .collect();
+        WordMajor { start, position }
+    }
+}
+
 /// The sweeper: the priors, and the word-major copy of the topics with each token's place in it.
 struct MhSweep {
     priors: Priors,
@@ -271,29 +321,15 @@ impl MhSweep {
     ) -> MhSweep {
         let num_words = corpus.num_words();
         debug_assert_eq!(tables.word_topic.len(), num_words * params.topics);
-        // Counting sort of the tokens by word: a word's tokens keep corpus order.
-        let mut word_start = vec![0usize; num_words + 1];
-        for &w in corpus.docs().iter().flatten() {
-            word_start[w as usize + 1] += 1;
-        }
-        for w in 0..num_words {
-            word_start[w + 1] += word_start[w];
-        }
-        let mut next = word_start.clone();
-        let mut word_pos = Vec::with_capacity(corpus.num_tokens());
+        let WordMajor { start, position } = WordMajor::of(corpus);
         let mut word_z = vec![0u32; corpus.num_tokens()];
-        for (words, z) in corpus.docs().iter().zip(assignments) {
-            for (&w, &t) in words.iter().zip(z) {
-                let p = next[w as usize];
-                next[w as usize] += 1;
-                word_pos.push(p);
-                word_z[p] = t;
-            }
+        for (&p, &t) in position.iter().zip(assignments.iter().flatten()) {
+            word_z[p] = t;
         }
         MhSweep {
             priors: Priors::new(params, steps, num_words),
-            word_start,
-            word_pos,
+            word_start: start,
+            word_pos: position,
             word_z,
         }
     }
@@ -351,6 +387,21 @@ impl CorpusSweep for MhSweep {
             }
         }
     }
+}
+
+/// Asks the cache for `table[index]`, to write it soon (nothing if out of range or not on
+/// x86-64).
+#[inline(always)]
+pub(crate) fn prefetch_for_write(table: &[u32], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(cell) = table.get(index) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+        // SAFETY: as `prefetch`'s: a hint that never faults or changes memory (PREFETCHW, a
+        // no-op where the CPU lacks it).
+        unsafe { _mm_prefetch::<_MM_HINT_ET0>((cell as *const u32).cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (table, index);
 }
 
 /// Asks the cache for `table[index]` (nothing if out of range or not on x86-64).

@@ -9,7 +9,9 @@
 //!   cache lines; what its buckets walk beyond that depends on the counts, and is not counted);
 //! - Metropolis-Hastings with `s` steps reads the word's row at the current topic and at every
 //!   proposed one, and one entry of the word-major topics per word step (`1 + s + s/2` lines;
-//!   `metropolis`'s docs).
+//!   `metropolis`'s docs);
+//! - WarpLDA's delayed Metropolis-Hastings writes the token's record into the other order's
+//!   array in each of its two phases (two lines; `warp`'s docs).
 //!
 //! The reused working set is n_kw (`W x K` u32), plus the word-major topics for `mh`.
 
@@ -30,6 +32,11 @@ pub enum TokenCost {
     /// Metropolis-Hastings with this many steps per token.
     MetropolisHastings {
         /// Steps per token.
+        steps: usize,
+    },
+    /// WarpLDA's two phases, each accepting this many delayed proposals per token.
+    DelayedMetropolisHastings {
+        /// Proposals per token and phase.
         steps: usize,
     },
 }
@@ -62,6 +69,14 @@ pub fn sampling_work(
             let lines = 1.0 + steps + (steps / 2.0).floor();
             let word_topics = 4.0 * corpus.num_tokens() as f64;
             (0.0, lines * LINE_BYTES, table_bytes + word_topics)
+        }
+        TokenCost::DelayedMetropolisHastings { steps } => {
+            // Each phase writes the token's record in the other order: one line each; the
+            // records (twice `1 + steps` u32s a token) and the two position maps are the
+            // working set, n_kw is not touched while sampling.
+            let record = 4.0 * (1 + steps.max(1)) as f64;
+            let tokens_held = corpus.num_tokens() as f64;
+            (0.0, 2.0 * LINE_BYTES, tokens_held * (2.0 * record + 8.0))
         }
     };
     Work {
@@ -118,6 +133,13 @@ mod tests {
         // 1 + 4 + 2 lines a token; the word-major topics (4 B a token) join the working set.
         assert_eq!(w.reuse_bytes, 15.0 * 7.0 * 64.0);
         assert_eq!(w.reuse_footprint_bytes, table + 4.0 * 5.0);
+
+        let warp = crate::WarpMetropolisHastings { steps: 2 };
+        let w = warp.work(&corpus, &params, &out, Par::Seq);
+        // Two record writes a token; records of 3 u32s in two orders and two u32 positions
+        // for each of the 5 tokens, no n_kw.
+        assert_eq!((w.flops, w.reuse_bytes), (0.0, 15.0 * 2.0 * 64.0));
+        assert_eq!(w.reuse_footprint_bytes, 5.0 * (2.0 * 12.0 + 8.0));
     }
 
     #[test]
