@@ -709,6 +709,84 @@ mod tests {
     }
 
     #[test]
+    fn a_target_needs_evaluations_and_a_negative_value() {
+        let p = LdaPoint {
+            target_loglik_per_token: Some(-7.0),
+            ..Default::default()
+        };
+        assert_eq!(
+            issue_keys(&p),
+            vec![vec!["target_loglik_per_token", "likelihood_every"]]
+        );
+        for bad in [0.5, f64::NAN] {
+            let p = LdaPoint {
+                target_loglik_per_token: Some(bad),
+                likelihood_every: 1,
+                ..Default::default()
+            };
+            assert_eq!(
+                issue_keys(&p),
+                vec![vec!["target_loglik_per_token"]],
+                "{bad}"
+            );
+        }
+        let p = LdaPoint {
+            target_loglik_per_token: Some(-7.0),
+            likelihood_every: 2,
+            ..Default::default()
+        };
+        assert!(issue_keys(&p).is_empty());
+    }
+
+    /// A run with a target stops at the first evaluation that reaches it, and the time it
+    /// reports is that evaluation's sampling time; an unreachable one runs every iteration.
+    #[test]
+    fn a_run_stops_at_its_target_and_reports_the_time_to_it() {
+        let corpus = lda::generate(&lda::SyntheticSpec::default())
+            .unwrap()
+            .corpus;
+        let input: PreparedInput = Box::new(corpus);
+        let free = LdaPoint {
+            iters: 30,
+            likelihood_every: 1,
+            ..Default::default()
+        };
+        let run = |point: &LdaPoint| {
+            measure("sequential", &input, point, 1, &Ranks::Local)
+                .unwrap()
+                .unwrap()
+        };
+        let full = run(&free);
+        let per_token: Vec<f64> = full
+            .trace
+            .iter()
+            .map(|s| s.metrics["loglik_per_token"])
+            .collect();
+        // A level first reached after the start and before the end.
+        let target = per_token[9];
+        let first = per_token.iter().position(|&l| l >= target).unwrap();
+        assert!(first > 0 && first < 29, "{first}");
+        let stopped = run(&LdaPoint {
+            target_loglik_per_token: Some(target),
+            ..free.clone()
+        });
+        assert_eq!(stopped.metrics["iterations"], (first + 1) as f64);
+        assert_eq!(stopped.metrics["reached_target"], 1.0);
+        let last = stopped.trace.last().unwrap();
+        assert_eq!(
+            stopped.metrics["seconds_to_target"],
+            last.metrics["sampling_s"]
+        );
+        let never = run(&LdaPoint {
+            target_loglik_per_token: Some(-1e-9),
+            ..free.clone()
+        });
+        assert_eq!(never.metrics["iterations"], 30.0);
+        assert_eq!(never.metrics["reached_target"], 0.0);
+        assert!(!full.metrics.contains_key("seconds_to_target"));
+    }
+
+    #[test]
     fn checkpoint_defaults_to_a_tenth_of_a_share() {
         assert_eq!(checkpoint_docs(3430, 2, None, 0.1), 172);
         assert_eq!(checkpoint_docs(3430, 1, None, 0.1), 343);
