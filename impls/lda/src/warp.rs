@@ -177,50 +177,37 @@ impl WarpSweep {
         // phase that accepts nothing.
         let mut nk = tables.topic_totals.clone();
         let mut rng = Rng::stream(params.seed, INITIAL_PROPOSALS_STREAM);
-        sweep.word_phase(&mut nk, &mut rng, false);
+        sweep.phase(false, &mut nk, &mut rng, false);
         sweep
     }
 
-    fn doc_phase(&mut self, nk: &mut [u32], rng: &mut Rng) {
+    /// One phase: over the documents (accepting word proposals, drawing document ones) or
+    /// over the words (the other way round).
+    fn phase(&mut self, documents: bool, nk: &mut [u32], rng: &mut Rng, accept: bool) {
         let p = &self.priors;
-        let phase = Phase {
-            records: &self.doc_records,
-            starts: &self.doc_start,
-            other_pos: &self.word_pos,
-            prior: p.alpha,
-            mass: p.k_alpha,
-            inv_prior: p.inv_alpha,
+        let (phase, other) = if documents {
+            let phase = Phase {
+                records: &self.doc_records,
+                starts: &self.doc_start,
+                other_pos: &self.word_pos,
+                prior: p.alpha,
+                mass: p.k_alpha,
+                inv_prior: p.inv_alpha,
+            };
+            (phase, &mut self.word_records)
+        } else {
+            let phase = Phase {
+                records: &self.word_records,
+                starts: &self.word_start,
+                other_pos: &self.doc_pos,
+                prior: p.beta,
+                mass: p.k_beta,
+                inv_prior: p.inv_beta,
+            };
+            (phase, &mut self.doc_records)
         };
-        run_phase(
-            &phase,
-            &mut self.word_records,
-            (&mut self.counts, &mut self.topics),
-            nk,
-            p,
-            true,
-            rng,
-        );
-    }
-
-    fn word_phase(&mut self, nk: &mut [u32], rng: &mut Rng, accept: bool) {
-        let p = &self.priors;
-        let phase = Phase {
-            records: &self.word_records,
-            starts: &self.word_start,
-            other_pos: &self.doc_pos,
-            prior: p.beta,
-            mass: p.k_beta,
-            inv_prior: p.inv_beta,
-        };
-        run_phase(
-            &phase,
-            &mut self.doc_records,
-            (&mut self.counts, &mut self.topics),
-            nk,
-            p,
-            accept,
-            rng,
-        );
+        let scratch = (self.counts.as_mut_slice(), &mut self.topics);
+        run_phase(&phase, other, scratch, nk, p, accept, rng);
     }
 }
 
@@ -360,8 +347,8 @@ impl CorpusSweep for WarpSweep {
         tables: &mut Tables,
         rng: &mut Rng,
     ) {
-        self.doc_phase(&mut tables.topic_totals, rng);
-        self.word_phase(&mut tables.topic_totals, rng, true);
+        self.phase(true, &mut tables.topic_totals, rng, true);
+        self.phase(false, &mut tables.topic_totals, rng, true);
     }
 
     fn settle(
