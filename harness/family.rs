@@ -204,6 +204,13 @@ pub trait Family: Send + Sync {
         point: &Params,
         variants: &[String],
     ) -> Result<TypedPoint, Vec<crate::families::params::PointIssue>>;
+    /// The family whose gate workloads count and time this family's variants, where they are
+    /// another family's algorithms run in a larger pipeline (`wmd_knn` runs the Sinkhorn
+    /// solvers); `None`: this family's own workloads must.
+    fn variants_gated_by(&self) -> Option<&'static str>;
+    /// Files a point reads from the data dir beside its dataset, besides the dataset itself:
+    /// (the parameter naming it, the file name), checked by the plan before anything runs.
+    fn data_files(&self, point: &TypedPoint) -> anyhow::Result<Vec<(&'static str, String)>>;
     /// Builds the input for one point: generates synthetic data from the point's parameters and
     /// `seed`, or loads `dataset`.
     fn prepare(
@@ -305,6 +312,15 @@ pub trait TypedFamily: Send + Sync {
         variants: &[String],
     ) -> Vec<crate::families::params::PointIssue> {
         let _ = (point, variants);
+        Vec::new()
+    }
+    /// See [`Family::variants_gated_by`].
+    fn variants_gated_by(&self) -> Option<&'static str> {
+        None
+    }
+    /// See [`Family::data_files`].
+    fn data_files(&self, point: &Self::Point) -> Vec<(&'static str, String)> {
+        let _ = point;
         Vec::new()
     }
     /// See [`Family::prepare`].
@@ -438,6 +454,12 @@ impl<F: TypedFamily> Family for F {
         } else {
             Err(issues)
         }
+    }
+    fn variants_gated_by(&self) -> Option<&'static str> {
+        TypedFamily::variants_gated_by(self)
+    }
+    fn data_files(&self, point: &TypedPoint) -> anyhow::Result<Vec<(&'static str, String)>> {
+        Ok(TypedFamily::data_files(self, downcast(point, F::NAME)?))
     }
     fn prepare(
         &self,

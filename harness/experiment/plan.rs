@@ -181,6 +181,11 @@ pub fn build_from_str(
         Some(f) => v.check_points(&config, f.as_ref(), &points),
         None => Vec::new(),
     };
+    if let (Some(f), Some(dataset)) = (&family, &dataset) {
+        if typed.len() == points.len() {
+            v.check_data_files(&config, f.as_ref(), &points, &typed, dataset);
+        }
+    }
     let experiment_dir = path.parent().unwrap_or(Path::new("."));
     let peers: BTreeMap<String, crate::peers::Peer> = config
         .variants
@@ -572,6 +577,48 @@ impl<'a> Validator<'a> {
             }
         }
         typed
+    }
+
+    /// Checks that the files every point reads beside its dataset ([`Family::data_files`]) are
+    /// there, each reported once, at the parameter naming it.
+    fn check_data_files(
+        &mut self,
+        config: &ExperimentConfig,
+        family: &dyn Family,
+        points: &[Params],
+        typed: &[TypedPoint],
+        dataset: &Path,
+    ) {
+        let dir = dataset.parent().unwrap_or(Path::new("."));
+        let mut reported = BTreeSet::new();
+        for (point, typed) in points.iter().zip(typed) {
+            let files = match family.data_files(typed) {
+                Ok(files) => files,
+                Err(e) => {
+                    let at = self.at(&top("family"));
+                    self.push(at, e.to_string(), None);
+                    return;
+                }
+            };
+            for (key, file) in files {
+                let path = dir.join(&file);
+                if path.is_file() || !reported.insert(file.clone()) {
+                    continue;
+                }
+                let at = self.locate_point_key(config, point, &[key]);
+                self.push(
+                    at,
+                    format!(
+                        "`{key}`: file `{file}` is missing beside the dataset: searched {}",
+                        path.display()
+                    ),
+                    Some(format!(
+                        "the files are described in MANIFEST.md of the data dir ({}); name one that is there",
+                        dir.display()
+                    )),
+                );
+            }
+        }
     }
 
     /// Where the first of `keys` that the file sets gets its value at `point`.

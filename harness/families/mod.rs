@@ -6,6 +6,7 @@ pub mod lda;
 pub mod mock;
 pub mod params;
 pub mod sinkhorn;
+pub mod wmd_knn;
 pub mod word2vec;
 
 use crate::family::Family;
@@ -19,6 +20,7 @@ pub fn registry() -> Vec<Box<dyn Family>> {
         Box::new(lda::LdaFamily),
         Box::new(word2vec::Word2vecFamily),
         Box::new(embeddings::EmbeddingsFamily),
+        Box::new(wmd_knn::WmdKnnFamily),
     ]
 }
 

@@ -363,7 +363,12 @@ fn every_committed_experiment_is_valid_in_full_and_quick_form() {
     for path in &files {
         let text = std::fs::read_to_string(path).unwrap();
         for line in text.lines() {
-            if let Some(name) = line.trim().strip_prefix("file: ") {
+            // The dataset (`file: NAME`) and the files a point reads beside it
+            // (`test_file: NAME`, `embedding_corpus: NAME`).
+            let Some((key, name)) = line.trim().split_once(": ") else {
+                continue;
+            };
+            if key == "file" || key == "test_file" || key == "embedding_corpus" {
                 std::fs::write(data.path().join(name.trim()), b"").unwrap();
             }
         }

@@ -24,4 +24,5 @@ mod support;
 mod traces;
 mod w2v_cli;
 mod wmd_cli;
+mod wmd_knn_family;
 mod yaml_props;

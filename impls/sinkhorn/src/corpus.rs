@@ -268,18 +268,30 @@ pub fn query_problem(
     embeddings: &Embeddings,
     query_doc: usize,
 ) -> Result<WmdProblem, CorpusError> {
+    if query_doc >= corpus.num_docs() {
+        return Err(CorpusError::QueryOutOfRange {
+            query: query_doc,
+            docs: corpus.num_docs(),
+        });
+    }
+    batch_problem(corpus, embeddings, corpus.histogram(query_doc))
+}
+
+/// The problem "`query` against every document of `corpus`", `query` a histogram over the
+/// corpus's rows (one of [`TargetsAndQueries::queries`], say): the first of a batch, whose
+/// next queries take its place through [`WmdProblem::set_query`]. `embeddings` must be the ones
+/// the corpus was built with.
+pub fn batch_problem(
+    corpus: &DocCorpus,
+    embeddings: &Embeddings,
+    query: Vec<(u32, f64)>,
+) -> Result<WmdProblem, CorpusError> {
     if embeddings.len() != corpus.embedding_words || embeddings.dim != corpus.embedding_dim {
         return Err(CorpusError::EmbeddingsMismatch {
             corpus_words: corpus.embedding_words,
             corpus_dim: corpus.embedding_dim,
             given_words: embeddings.len(),
             given_dim: embeddings.dim,
-        });
-    }
-    if query_doc >= corpus.num_docs() {
-        return Err(CorpusError::QueryOutOfRange {
-            query: query_doc,
-            docs: corpus.num_docs(),
         });
     }
     let vecs: Vec<f64> = if corpus.word_ids.len() == embeddings.len() {
@@ -291,13 +303,71 @@ pub fn query_problem(
             .flat_map(|&w| embeddings.vec(w as usize).iter().copied())
             .collect()
     };
-    let problem = WmdProblem::new(
+    Ok(WmdProblem::new(
         vecs,
         embeddings.dim,
-        corpus.histogram(query_doc),
+        query,
         corpus.docs_by_word.clone(),
-    )?;
-    Ok(problem)
+    )?)
+}
+
+/// Target documents and query documents over one vocabulary, the words either uses: what a
+/// batch of queries against a collection needs (kNN classification by WMD: the training split
+/// as targets, the test split as queries).
+#[derive(Clone, Debug)]
+pub struct TargetsAndQueries {
+    /// The targets; its rows are every word a target or a query uses, and its statistics
+    /// count the queries' tokens too.
+    pub targets: DocCorpus,
+    /// Each query's histogram over the targets' rows, in the order given.
+    pub queries: Vec<Vec<(u32, f64)>>,
+}
+
+impl TargetsAndQueries {
+    /// Builds the histograms of `targets` and of `queries` (both (line number, text) pairs, as
+    /// [`DocCorpus::build`] takes them) over the words they use. A document of either left with
+    /// no word is an error naming its line.
+    pub fn build<I, J, S>(
+        targets: I,
+        queries: J,
+        embeddings: &Embeddings,
+    ) -> Result<TargetsAndQueries, CorpusError>
+    where
+        I: IntoIterator<Item = (usize, S)>,
+        J: IntoIterator<Item = (usize, S)>,
+        S: AsRef<str>,
+    {
+        let targets: Vec<(usize, S)> = targets.into_iter().collect();
+        let num_targets = targets.len();
+        if num_targets == 0 {
+            return Err(CorpusError::NoDocuments);
+        }
+        let all = DocCorpus::build_with_vocab(
+            targets.into_iter().chain(queries),
+            embeddings,
+            CorpusVocab::Used,
+        )?;
+        let queries = (num_targets..all.num_docs())
+            .map(|doc| all.histogram(doc))
+            .collect();
+        let mut triplets = Vec::new();
+        for doc in 0..num_targets {
+            let (rows, weights) = all.docs_by_doc.row(doc);
+            triplets.extend(
+                rows.iter()
+                    .zip(weights)
+                    .map(|(&row, &weight)| (row as usize, doc, weight)),
+            );
+        }
+        let docs_by_word = Csr::from_triplets(all.word_ids.len(), num_targets, &triplets)?;
+        let targets = DocCorpus {
+            docs_by_doc: docs_by_word.transpose(),
+            docs_by_word,
+            lines: all.lines[..num_targets].to_vec(),
+            ..all
+        };
+        Ok(TargetsAndQueries { targets, queries })
+    }
 }
 
 /// Distinct non-stop-word tokens of `docs`, most frequent first (ties by word): the vocabulary
@@ -365,6 +435,71 @@ mod tests {
 
     fn embeddings(words: &[&str]) -> Embeddings {
         random_embeddings(words, 4, 7).unwrap()
+    }
+
+    #[test]
+    fn targets_and_queries_share_the_rows_either_uses() {
+        let emb = embeddings(&["oil", "price", "bank", "rates", "wheat", "unused"]);
+        let targets = [(1, "oil price oil"), (2, "bank rates")];
+        let queries = [(1, "wheat price"), (2, "rates rates oil")];
+        let split = TargetsAndQueries::build(targets, queries, &emb).unwrap();
+        let c = &split.targets;
+        // Rows: oil, price, bank, rates, wheat (in embedding order; `unused` is nobody's).
+        assert_eq!(c.word_ids(), &[0, 1, 2, 3, 4]);
+        assert_eq!(c.num_docs(), 2);
+        assert_eq!(c.docs_by_word().ncols(), 2);
+        assert_eq!(c.histogram(0), vec![(0, 2.0 / 3.0), (1, 1.0 / 3.0)]);
+        assert_eq!(c.histogram(1), vec![(2, 0.5), (3, 0.5)]);
+        assert_eq!(c.line(1), 2);
+        assert_eq!(
+            split.queries,
+            vec![
+                vec![(1, 0.5), (4, 0.5)],
+                vec![(0, 1.0 / 3.0), (3, 2.0 / 3.0)]
+            ]
+        );
+        // A batch problem solves the queries one after another against the same collection,
+        // and agrees with a problem built for each query on its own.
+        let params = crate::SinkhornParams::default();
+        let mut batch = batch_problem(c, &emb, split.queries[0].clone()).unwrap();
+        for query in &split.queries {
+            batch.set_query(query.clone()).unwrap();
+            let own = WmdProblem::new(
+                batch.vecs().to_vec(),
+                batch.dim(),
+                query.clone(),
+                c.docs_by_word().clone(),
+            )
+            .unwrap();
+            let solve = |p: &WmdProblem| {
+                crate::FusedSddmmSpmm
+                    .solve(p, &params, crate::Par::Seq, &mut |_| {
+                        crate::Control::Continue
+                    })
+                    .unwrap()
+                    .distances
+            };
+            use crate::WmdSolver;
+            assert_eq!(solve(&batch), solve(&own));
+        }
+        // A bad query is refused and the problem keeps the one it had.
+        let before = batch.query().to_vec();
+        assert_eq!(
+            batch.set_query(vec![(9, 1.0)]),
+            Err(WmdError::QueryWordOutOfRange { word: 9, vocab: 5 })
+        );
+        assert_eq!(batch.query(), &before[..]);
+    }
+
+    #[test]
+    fn a_query_without_a_known_word_is_an_error_naming_its_line() {
+        let emb = embeddings(&["oil", "price"]);
+        let err =
+            TargetsAndQueries::build([(1, "oil price")], [(7, "the zebra")], &emb).unwrap_err();
+        assert!(
+            matches!(err, CorpusError::EmptyDocument { line: 7, .. }),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub mod fused;
 pub mod fused_par;
 pub mod generate;
 pub mod iterate;
+pub mod knn;
 pub mod pool;
 pub mod precompute;
 pub mod problem;

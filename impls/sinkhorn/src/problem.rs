@@ -130,7 +130,7 @@ impl WmdProblem {
     pub fn new(
         vecs: Vec<f64>,
         dim: usize,
-        mut query: Vec<(u32, f64)>,
+        query: Vec<(u32, f64)>,
         docs_by_word: Csr,
     ) -> Result<WmdProblem, WmdError> {
         let vocab = docs_by_word.nrows();
@@ -148,31 +148,7 @@ impl WmdProblem {
                 value: vecs[i],
             });
         }
-        if query.is_empty() {
-            return Err(WmdError::EmptyQuery);
-        }
-        query.sort_by_key(|&(w, _)| w);
-        for (i, &(w, weight)) in query.iter().enumerate() {
-            if w as usize >= vocab {
-                return Err(WmdError::QueryWordOutOfRange {
-                    word: w as usize,
-                    vocab,
-                });
-            }
-            if !(weight.is_finite() && weight > 0.0) {
-                return Err(WmdError::BadQueryWeight {
-                    word: w as usize,
-                    weight,
-                });
-            }
-            if i > 0 && query[i - 1].0 == w {
-                return Err(WmdError::DuplicateQueryWord { word: w as usize });
-            }
-        }
-        let sum: f64 = query.iter().map(|&(_, x)| x).sum();
-        if (sum - 1.0).abs() > NORMALIZATION_SLACK {
-            return Err(WmdError::QueryNotNormalized { sum });
-        }
+        let query = checked_query(query, vocab)?;
         if docs_by_word.ncols() == 0 {
             return Err(WmdError::NoDocuments);
         }
@@ -237,6 +213,46 @@ impl WmdProblem {
     pub fn nnz(&self) -> usize {
         self.docs_by_word.nnz()
     }
+
+    /// Puts `query` in place of the problem's query, checked as [`WmdProblem::new`] checks one:
+    /// a batch of queries against one collection shares its embeddings and both orientations
+    /// of `c` (built and checked once) instead of building a problem per query. On an error the
+    /// problem keeps its query.
+    pub fn set_query(&mut self, query: Vec<(u32, f64)>) -> Result<(), WmdError> {
+        self.query = checked_query(query, self.vocab())?;
+        Ok(())
+    }
+}
+
+/// `query` sorted by word, or what is wrong with it: a word out of the vocabulary or repeated,
+/// a weight that is not finite and positive, weights that do not sum to 1.
+fn checked_query(mut query: Vec<(u32, f64)>, vocab: usize) -> Result<Vec<(u32, f64)>, WmdError> {
+    if query.is_empty() {
+        return Err(WmdError::EmptyQuery);
+    }
+    query.sort_by_key(|&(w, _)| w);
+    for (i, &(w, weight)) in query.iter().enumerate() {
+        if w as usize >= vocab {
+            return Err(WmdError::QueryWordOutOfRange {
+                word: w as usize,
+                vocab,
+            });
+        }
+        if !(weight.is_finite() && weight > 0.0) {
+            return Err(WmdError::BadQueryWeight {
+                word: w as usize,
+                weight,
+            });
+        }
+        if i > 0 && query[i - 1].0 == w {
+            return Err(WmdError::DuplicateQueryWord { word: w as usize });
+        }
+    }
+    let sum: f64 = query.iter().map(|&(_, x)| x).sum();
+    if (sum - 1.0).abs() > NORMALIZATION_SLACK {
+        return Err(WmdError::QueryNotNormalized { sum });
+    }
+    Ok(query)
 }
 
 /// Solver settings.
