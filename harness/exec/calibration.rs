@@ -8,7 +8,7 @@
 //! taken from a two-thread run is taken from its calibration too. A triad over main memory
 //! was tried first and dropped: on a shared host its time moved by 30% from one point to the
 //! next, and the check divides every time by it. One calibration takes about 3 ms; the
-//! executor takes the median of five, and the check divides by the median over a whole run.
+//! executor takes the fastest of nine, and the check divides by the median over a whole run.
 
 use parbench_common::Par;
 use rayon::prelude::*;
