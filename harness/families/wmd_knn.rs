@@ -18,7 +18,7 @@
 //! Metrics: `test_error_k<k>_pct` for every k, `test_error_min_pct` (the lowest over k: chosen
 //! on the test split, so optimistic), the same for the bag-of-words baseline (`bow_error_*`:
 //! kNN by cosine distance of the same histograms, no embeddings, [`sinkhorn::knn::
-//! cosine_distances`]), `majority_error_pct` (every query given the most common training
+//! CosineTargets`]), `majority_error_pct` (every query given the most common training
 //! class), `queries_per_s`, `gflop_per_s`, the sizes (`docs`,
 //! `test_docs`, `vocab`, `nnz`, `embedding_words`), `oov_token_pct` (content tokens of both
 //! splits without a vector, dropped) and the prepared stages' `train_embeddings_s`,
@@ -295,10 +295,8 @@ impl TypedFamily for WmdKnnFamily {
                 ),
             ),
         ]);
-        let bow = split
-            .queries
-            .iter()
-            .map(|q| knn::cosine_distances(q, problem.docs_by_word()));
+        let targets = knn::CosineTargets::new(problem.docs_by_word());
+        let bow = split.queries.iter().map(|q| targets.distances(q));
         let bow_errors = errors_by_k(bow, &train_labels, &test_labels);
         let mut metrics = metrics;
         insert_errors(&mut metrics, "bow_error", &bow_errors);

@@ -54,30 +54,46 @@ pub fn predict(distances: &[f64], labels: &[u32], ks: &[usize]) -> Vec<u32> {
 }
 
 /// The bag-of-words baseline WMD is measured against (Kusner et al.'s "BOW"): one minus the
-/// cosine of `query`'s histogram (as [`crate::WmdProblem::query`] holds one) with each target
-/// document's column of `docs_by_word`, for every target. Embeddings play no part: documents
-/// without a word in common are at distance 1 however close their words are in meaning.
-///
-/// # Panics
-/// When a query word is not a row of `docs_by_word`.
-pub fn cosine_distances(query: &[(u32, f64)], docs_by_word: &parbench_common::Csr) -> Vec<f64> {
-    let docs = docs_by_word.ncols();
-    let mut dot = vec![0.0; docs];
-    for &(word, weight) in query {
-        let (targets, values) = docs_by_word.row(word as usize);
-        for (&doc, &value) in targets.iter().zip(values) {
-            dot[doc as usize] += weight * value;
+/// cosine of a query's histogram with each target document's column of `c`. Embeddings play
+/// no part: documents without a word in common are at distance 1 however close their words
+/// are in meaning. The targets' norms are computed once, for every query.
+pub struct CosineTargets<'a> {
+    docs_by_word: &'a parbench_common::Csr,
+    norms: Vec<f64>,
+}
+
+impl<'a> CosineTargets<'a> {
+    /// The targets of `docs_by_word` (words x documents).
+    pub fn new(docs_by_word: &'a parbench_common::Csr) -> CosineTargets<'a> {
+        let mut norm_sq = vec![0.0; docs_by_word.ncols()];
+        for (&doc, &value) in docs_by_word.indices().iter().zip(docs_by_word.values()) {
+            norm_sq[doc as usize] += value * value;
+        }
+        CosineTargets {
+            docs_by_word,
+            norms: norm_sq.into_iter().map(f64::sqrt).collect(),
         }
     }
-    let mut norm_sq = vec![0.0; docs];
-    for (&doc, &value) in docs_by_word.indices().iter().zip(docs_by_word.values()) {
-        norm_sq[doc as usize] += value * value;
+
+    /// The distance of `query` (a histogram as [`crate::WmdProblem::query`] holds one) to every
+    /// target.
+    ///
+    /// # Panics
+    /// When a query word is not a row of the targets' matrix.
+    pub fn distances(&self, query: &[(u32, f64)]) -> Vec<f64> {
+        let mut dot = vec![0.0; self.norms.len()];
+        for &(word, weight) in query {
+            let (targets, values) = self.docs_by_word.row(word as usize);
+            for (&doc, &value) in targets.iter().zip(values) {
+                dot[doc as usize] += weight * value;
+            }
+        }
+        let query_norm = query.iter().map(|&(_, w)| w * w).sum::<f64>().sqrt();
+        dot.iter()
+            .zip(&self.norms)
+            .map(|(&d, &n)| 1.0 - d / (query_norm * n))
+            .collect()
     }
-    let query_norm = query.iter().map(|&(_, w)| w * w).sum::<f64>().sqrt();
-    dot.iter()
-        .zip(&norm_sq)
-        .map(|(&d, &n)| 1.0 - d / (query_norm * n.sqrt()))
-        .collect()
 }
 
 /// The share of `predicted` that differs from `truth`, in percent.
@@ -182,7 +198,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let d = cosine_distances(&[(0, 0.5), (1, 0.5)], &c);
+        let d = CosineTargets::new(&c).distances(&[(0, 0.5), (1, 0.5)]);
         assert!(d[0].abs() < 1e-15, "{d:?}");
         assert_eq!(d[1], 1.0);
         // cos = (0.125 + 0.375) / (sqrt(0.5) sqrt(0.625))
