@@ -693,7 +693,9 @@ fn reproduce(
             "reproduce"
         })
     });
-    let mut all_passed = true;
+    // Every failed claim again at the end, with its experiment: a long reproduction's log is read
+    // from its tail (CI keeps only the last lines), far below the table that first printed it.
+    let mut failed: Vec<String> = Vec::new();
     // Earlier runs of the same size under the results folder tell how long the rest will take.
     let recorded = parbench::exec::eta::recorded_durations(
         root.parent().unwrap_or(Path::new("results")),
@@ -720,7 +722,13 @@ fn reproduce(
             "{}",
             runner::summary_table(&plan.config.name, &summary.rows, &summary.claims)
         );
-        all_passed &= summary.passed();
+        failed.extend(
+            summary
+                .claims
+                .iter()
+                .filter(|c| !c.passed)
+                .map(|c| format!("{}: {}: {}", plan.config.name, c.name, c.detail)),
+        );
         let figures_dir = PathBuf::from("figures").join(&plan.config.name);
         std::fs::create_dir_all(&figures_dir)?;
         for f in &summary.figures {
@@ -743,7 +751,13 @@ fn reproduce(
     }
     println!("results: {}  figures: figures/", root.display());
     println!("report: {} (open it in a browser)", page.display());
-    Ok(if all_passed {
+    if !failed.is_empty() {
+        println!("{} claim(s) failed:", failed.len());
+        for f in &failed {
+            println!("  [FAIL] {f}");
+        }
+    }
+    Ok(if failed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_CLAIM_FAILED)

@@ -255,6 +255,39 @@ fn cli_exit_codes_distinguish_success_failed_claims_and_bad_files() {
 }
 
 #[test]
+fn reproduce_ends_with_every_failed_claim_and_its_experiment() {
+    // A long reproduction is read from its tail: the failed claims come again at the very end,
+    // after the experiments that passed.
+    let tmp = tempfile::tempdir().unwrap();
+    let experiments = tmp.path().join("experiments");
+    std::fs::create_dir_all(experiments.join("mock")).unwrap();
+    let failing = MOCK
+        .replace("mock_pipeline", "a_failing")
+        .replace("at_least: 99", "at_least: 1000");
+    std::fs::write(experiments.join("mock/a_failing.yaml"), failing).unwrap();
+    let passing = MOCK.replace("mock_pipeline", "b_passing");
+    std::fs::write(experiments.join("mock/b_passing.yaml"), passing).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_parbench"))
+        .current_dir(tmp.path())
+        .env_remove("PARBENCH_DATA")
+        .args(["reproduce", "--experiments"])
+        .arg(&experiments)
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let tail: Vec<&str> = stdout.lines().rev().take(2).collect();
+    assert_eq!(tail[1], "1 claim(s) failed:", "{stdout}");
+    assert!(
+        tail[0].starts_with("  [FAIL] a_failing: fast is 100x faster: ")
+            && tail[0].contains("required >= 1000"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn an_mpi_point_that_cannot_launch_is_an_error_naming_why() {
     let tmp = tempfile::tempdir().unwrap();
     let text = MOCK.replace("  threads: [1, 2]\n", "  backend: [local, mpi]\n")
