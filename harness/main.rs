@@ -174,6 +174,11 @@ machines' times."
     /// tomotopy, scipy), run as variants beside parbench's: install them, list them.
     #[command(subcommand)]
     Peers(parbench::peers::cli::PeersCommand),
+    /// The five papers' claims (docs/paper_claims.yaml): each one's source and number, and
+    /// whether parbench reproduces it at that number (with the experiment's claim and its last
+    /// measured value), asserts it more weakly, lacks it, or cannot test it here, and why.
+    /// `--verify` holds the registry to the experiments and the quick baseline.
+    Claims(parbench::analysis::registry::ClaimsArgs),
     /// Machine metadata and measured limits: STREAM-triad bandwidth and peak FMA throughput.
     Info {
         /// Shorter measurements.
@@ -495,6 +500,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             print!("{}", parbench::analysis::history::run(&args)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Claims(args) => Ok(if parbench::analysis::registry::run(&args)? {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }),
         Command::Gate(GateCommand::Time { experiments, out }) => Ok(
             if parbench::exec::gate::time(&experiments, &out, data_dir.as_deref())? {
                 ExitCode::SUCCESS
@@ -580,28 +590,6 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
 
 /// `parbench reproduce peers`: the experiments that run peers, whatever their family.
 const PEERS_GROUP: &str = "peers";
-
-/// Experiment files under `dir`, sorted, grouped by family folder.
-fn experiment_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    let entries = std::fs::read_dir(dir)
-        .with_context(|| format!("reading the experiments directory {}", dir.display()))?;
-    for family in entries {
-        let family = family?.path();
-        // experiments/gate/ holds the regression gate's workloads, run by `parbench gate`
-        // and CI, not paper reproductions.
-        if family.is_dir() && !family.ends_with("gate") {
-            for f in std::fs::read_dir(&family)? {
-                let f = f?.path();
-                if f.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-                    files.push(f);
-                }
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
-}
 
 fn reproduce(
     wanted: &[String],
@@ -767,6 +755,7 @@ fn reproduce(
 /// The page `parbench report` and `reproduce` write into a run or reproduce directory.
 const REPORT_HTML: &str = "report.html";
 
+use parbench::experiment::experiment_files;
 use results::run_dirs;
 
 fn check_runs(

@@ -117,6 +117,19 @@ pub struct ExperimentBaseline {
     pub optional: Option<String>,
     /// Point key -> variant -> entry.
     pub points: BTreeMap<String, BTreeMap<String, BaselineEntry>>,
+    /// Machine kind -> claim name -> how the claim fared in the timed runs recorded on that
+    /// kind (what `parbench claims` shows as the last measured value; counted runs, whose
+    /// times are valgrind's, record none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub claims: BTreeMap<String, BTreeMap<String, RecordedClaim>>,
+}
+
+/// A claim's verdict in a recorded run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedClaim {
+    pub passed: bool,
+    /// What it measured against its bound, as the run printed it.
+    pub detail: String,
 }
 
 /// One variant at one point.
@@ -254,13 +267,19 @@ impl Baseline {
         self.version = BASELINE_VERSION;
     }
 
-    /// Takes the experiments of `new` (a baseline made from runs), keeping the times this
-    /// baseline holds for other machine kinds at entries both have, and its times and counts
-    /// where `new` has none (a counting run has no times; a timing run no instructions).
+    /// Takes the experiments of `new` (a baseline made from runs), keeping the times and claim
+    /// verdicts this baseline holds for other machine kinds (times at entries both have), and
+    /// its times and counts where `new` has none (a counting run has no times; a timing run no
+    /// instructions).
     pub fn update(&mut self, new: Baseline) {
         self.machines.extend(new.machines);
         for (name, mut exp) in new.experiments {
             if let Some(old) = self.experiments.get(&name) {
+                for (kind, recorded) in &old.claims {
+                    exp.claims
+                        .entry(kind.clone())
+                        .or_insert_with(|| recorded.clone());
+                }
                 for (key, variants) in &mut exp.points {
                     for (variant, entry) in variants {
                         let Some(was) = old.points.get(key).and_then(|v| v.get(variant)) else {
@@ -502,6 +521,22 @@ pub fn make_baseline(
         }
         points.insert(key.clone(), entries);
     }
+    let mut claims = BTreeMap::new();
+    if !counted && !machine.fingerprint.is_empty() {
+        let outcomes = claims::evaluate(config, rows)
+            .into_iter()
+            .map(|c| {
+                let record = RecordedClaim {
+                    passed: c.passed,
+                    detail: c.detail,
+                };
+                (c.name, record)
+            })
+            .collect::<BTreeMap<_, _>>();
+        if !outcomes.is_empty() {
+            claims.insert(machine.fingerprint.clone(), outcomes);
+        }
+    }
     let mut machines = BTreeMap::new();
     if !machine.fingerprint.is_empty()
         && rows
@@ -526,6 +561,7 @@ pub fn make_baseline(
                 reference_variant: reference,
                 optional: config.gate.optional.clone(),
                 points,
+                claims,
             },
         )]),
     }

@@ -1681,6 +1681,7 @@ mod tests {
                             ("sparse".to_string(), entry(sparse, 20.0)),
                         ]),
                     )]),
+                    claims: BTreeMap::new(),
                 },
             )]),
             ..Baseline::default()

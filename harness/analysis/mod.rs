@@ -4,5 +4,6 @@ pub mod check;
 pub mod claims;
 pub mod history;
 pub mod plot;
+pub mod registry;
 pub mod report;
 pub mod summary;

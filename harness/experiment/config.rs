@@ -585,6 +585,12 @@ impl Document {
 
     /// The experiment as written (no `quick` overrides applied); unknown keys are refused.
     pub fn config(&self) -> Result<ExperimentConfig, ConfigError> {
+        self.typed()
+    }
+
+    /// The document read as `T`, with the errors' positions as for an experiment (the
+    /// registry of paper claims is read this way).
+    pub fn typed<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
         yaml::from_node(&self.root).map_err(|err| yaml_error(&self.path, &err))
     }
 

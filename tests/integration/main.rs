@@ -13,6 +13,7 @@ mod fusedmm_cli;
 mod gate;
 mod kill_resume;
 mod lda_cli;
+mod paper_claims;
 mod peers;
 mod pipeline;
 mod plan_errors;
