@@ -11,7 +11,7 @@
 use crate::analysis::check::{Baseline, RecordedClaim};
 use crate::experiment::config::{self, ConfigError, Document, ExperimentConfig, Seg};
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -78,8 +78,11 @@ pub enum Dependence {
     Dependent,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
+#[value(rename_all = "kebab-case")]
 pub enum Status {
     /// Asserted at the paper's number (or the exact model the paper states).
     Reproduced,
@@ -92,12 +95,6 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 4] = [
-        Status::Reproduced,
-        Status::Weaker,
-        Status::Missing,
-        Status::NotHere,
-    ];
     pub fn name(self) -> &'static str {
         match self {
             Status::Reproduced => "reproduced",
@@ -339,8 +336,8 @@ pub struct ClaimsArgs {
     /// default every paper.
     pub papers: Vec<String>,
     /// Only claims with this status.
-    #[arg(long, value_parser = ["reproduced", "weaker", "missing", "not-here"])]
-    pub status: Option<String>,
+    #[arg(long, value_enum)]
+    pub status: Option<Status>,
     /// The baseline whose recorded runs give each asserted claim's last measured value.
     #[arg(
         long,
@@ -409,10 +406,7 @@ pub fn run(args: &ClaimsArgs) -> Result<bool> {
         }
         return Ok(problems.is_empty());
     }
-    let status = args
-        .status
-        .as_deref()
-        .and_then(|s| Status::ALL.into_iter().find(|x| x.name() == s));
+    let status = args.status;
     let papers = registry.select_papers(&args.papers)?;
     if args.json {
         println!(
