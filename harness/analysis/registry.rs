@@ -105,6 +105,27 @@ impl Status {
     }
 }
 
+impl PaperClaim {
+    /// Every verdict `baseline` records of the claims that assert this one: (claim, machine
+    /// kind, verdict), in the order of `asserts`.
+    pub fn verdicts<'a>(
+        &'a self,
+        baseline: Option<&'a Baseline>,
+    ) -> Vec<(&'a str, &'a str, &'a RecordedClaim)> {
+        let (Some(exp), Some(baseline)) = (&self.experiment, baseline) else {
+            return Vec::new();
+        };
+        self.asserts
+            .iter()
+            .flat_map(|claim| {
+                recorded(baseline, exp, claim)
+                    .into_iter()
+                    .map(move |(kind, r)| (claim.as_str(), kind, r))
+            })
+            .collect()
+    }
+}
+
 /// Reads a registry file; errors name the file, the line and what was expected.
 pub fn parse(text: &str, path: &Path) -> Result<Registry, ConfigError> {
     let doc = Document::parse(text, path)?;
@@ -169,6 +190,16 @@ impl Registry {
     /// The claims of `paper`, in the file's order.
     pub fn of_paper<'a>(&'a self, paper: &'a str) -> impl Iterator<Item = &'a PaperClaim> + 'a {
         self.claims.iter().filter(move |c| c.paper == paper)
+    }
+
+    /// The claims of `paper` with `status` (every one when `None`).
+    pub fn listed<'a>(
+        &'a self,
+        paper: &'a str,
+        status: Option<Status>,
+    ) -> impl Iterator<Item = &'a PaperClaim> + 'a {
+        self.of_paper(paper)
+            .filter(move |c| status.is_none_or(|s| s == c.status))
     }
 
     /// The papers named by `wanted` (an id such as `001`, or words of a title), all when empty.
@@ -441,10 +472,7 @@ pub fn text(
             counts.missing,
             counts.not_here
         );
-        for c in registry.of_paper(&paper.id) {
-            if status.is_some_and(|s| s != c.status) {
-                continue;
-            }
+        for c in registry.listed(&paper.id, status) {
             let dep = match c.machine {
                 Dependence::Independent => "machine-independent",
                 Dependence::Dependent => "machine-dependent",
@@ -459,12 +487,10 @@ pub fn text(
             );
             let _ = writeln!(out, "     paper: {} ({dep})", c.number);
             if let Some(exp) = &c.experiment {
+                let verdicts = c.verdicts(baseline);
                 for claim in &c.asserts {
                     let _ = writeln!(out, "     asserts: {exp}: \"{claim}\"");
-                    for (kind, r) in baseline
-                        .map(|b| recorded(b, exp, claim))
-                        .unwrap_or_default()
-                    {
+                    for (_, kind, r) in verdicts.iter().filter(|(of, _, _)| of == claim) {
                         let mark = if r.passed { "PASS" } else { "FAIL" };
                         let _ = writeln!(
                             out,
@@ -527,27 +553,18 @@ pub fn json(
         .iter()
         .map(|p| {
             let claims: Vec<serde_json::Value> = registry
-                .of_paper(&p.id)
-                .filter(|c| status.is_none_or(|s| s == c.status))
+                .listed(&p.id, status)
                 .map(|c| {
                     let mut value = serde_json::to_value(c).unwrap_or_default();
                     let verdicts: Vec<serde_json::Value> = c
-                        .experiment
-                        .iter()
-                        .flat_map(|exp| {
-                            c.asserts.iter().flat_map(move |claim| {
-                                baseline
-                                    .map(|b| recorded(b, exp, claim))
-                                    .unwrap_or_default()
-                                    .into_iter()
-                                    .map(move |(kind, r)| {
-                                        serde_json::json!({
-                                            "claim": claim,
-                                            "machine": kind,
-                                            "passed": r.passed,
-                                            "detail": r.detail,
-                                        })
-                                    })
+                        .verdicts(baseline)
+                        .into_iter()
+                        .map(|(claim, kind, r)| {
+                            serde_json::json!({
+                                "claim": claim,
+                                "machine": kind,
+                                "passed": r.passed,
+                                "detail": r.detail,
                             })
                         })
                         .collect();

@@ -89,9 +89,7 @@ impl Executor for InProcess {
             calibration.measure();
             (0..CALIBRATION_SAMPLES)
                 .map(|_| calibration.measure())
-                .fold(None, |fastest: Option<f64>, t| {
-                    Some(fastest.map_or(t, |f| f.min(t)))
-                })
+                .reduce(f64::min)
         };
         let slowdowns = drill::requested()?;
         let input = plan
