@@ -316,6 +316,11 @@ enum GateCommand {
         /// The valgrind program.
         #[arg(long, default_value = "valgrind")]
         valgrind: String,
+        /// Experiments counted at once, one valgrind process each (valgrind runs a process on
+        /// one core, however many threads it starts; counts do not depend on this). Default:
+        /// the machine's cores.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
     },
     /// Run gate workloads natively, repetitions of the variants interleaved and each followed
     /// by a calibration, into OUT/<experiment>; compare them with `parbench check OUT
@@ -492,8 +497,13 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
             experiments,
             out,
             valgrind,
+            jobs,
         }) => {
-            parbench::exec::gate::count(&experiments, &out, &valgrind, data_dir.as_deref())?;
+            let jobs = jobs.map_or_else(
+                || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                |j| j as usize,
+            );
+            parbench::exec::gate::count(&experiments, &out, &valgrind, jobs, data_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::History(args) => {

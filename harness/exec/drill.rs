@@ -1,6 +1,6 @@
 //! The regression drill: proof that the gate catches what it exists to catch.
 //!
-//! Built with the `drill` cargo feature (which no release build carries), parbench reads
+//! Built with the `drill` cargo feature (CI's build carries it, a user's does not), parbench reads
 //! `PARBENCH_DRILL`, a comma-separated list of `[EXPERIMENT:]VARIANT=FACTOR` (`*` for every
 //! variant), and makes each named variant's runs do FACTOR times the work:
 //!

@@ -24,7 +24,9 @@ use crate::experiment::plan;
 use crate::results;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// The metric the counts are stored in (what `parbench check` reads).
 pub use crate::analysis::check::INSTRUCTIONS_METRIC;
@@ -102,8 +104,15 @@ pub fn time(paths: &[PathBuf], out: &Path, data_dir: Option<&Path>) -> Result<bo
     Ok(passed)
 }
 
-/// Runs the experiments in `paths` with their instructions counted, into `out/<experiment>`.
-pub fn count(paths: &[PathBuf], out: &Path, valgrind: &str, data_dir: Option<&Path>) -> Result<()> {
+/// Runs the experiments in `paths` with their instructions counted, into `out/<experiment>`,
+/// `jobs` valgrind processes at a time.
+pub fn count(
+    paths: &[PathBuf],
+    out: &Path,
+    valgrind: &str,
+    jobs: usize,
+    data_dir: Option<&Path>,
+) -> Result<()> {
     let (files, mut plans) = build_plans(paths, data_dir)?;
     for plan in &mut plans {
         // One warm-up (first-call work: lazy tables, the allocator's first pages), one counted
@@ -139,43 +148,42 @@ pub fn count(paths: &[PathBuf], out: &Path, valgrind: &str, data_dir: Option<&Pa
     }
     std::fs::create_dir_all(&dumps).with_context(|| format!("creating {}", dumps.display()))?;
     let exe = std::env::current_exe().context("finding parbench's own executable")?;
+    let jobs = jobs.clamp(1, plans.len().max(1));
     eprintln!(
-        "counting instructions under {valgrind} --tool=callgrind ({} experiment(s), one process each; valgrind runs the counted code ~50x slower)",
+        "counting instructions under {valgrind} --tool=callgrind ({} experiment(s), one process each, {jobs} at a time; valgrind runs the counted code ~50x slower)",
         plans.len()
     );
     // One process per experiment: a count must not depend on what ran before it in the same
     // process (glibc's malloc raises its mmap threshold as large blocks are freed, after which
     // zeroed allocations are memset instead of fresh pages: 4% more instructions measured).
-    for (file, plan) in files.iter().zip(&plans) {
-        let mut cmd = Command::new(valgrind);
-        cmd.arg("--tool=callgrind")
-            .arg("--instr-atstart=no")
-            .arg(format!(
-                "--callgrind-out-file={}",
-                dumps
-                    .join(format!("{DUMP_PREFIX}-{}", plan.config.name))
-                    .display()
-            ))
-            .arg("--dump-instr=no")
-            .arg("--dump-line=no")
-            .arg(&exe);
-        if let Some(d) = data_dir {
-            cmd.arg("--data-dir").arg(d);
+    // Valgrind serialises a process's threads onto one core, so `jobs` processes share the
+    // machine's cores; each one's output is kept in a log and printed whole when it ends.
+    let next = AtomicUsize::new(0);
+    let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let failed = first_error.lock().map_or(true, |e| e.is_some());
+                if i >= files.len() || failed {
+                    break;
+                }
+                if let Err(e) =
+                    count_one(valgrind, &exe, data_dir, &files[i], &plans[i], out, &dumps)
+                {
+                    if let Ok(mut slot) = first_error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    break;
+                }
+            });
         }
-        cmd.args(["gate", "count"])
-            .arg(file)
-            .arg("--out")
-            .arg(out)
-            .env(callgrind::COUNT_ENV, &dumps);
-        let status = cmd.status().map_err(|e| {
-            anyhow::anyhow!("cannot start `{valgrind}` ({e}): install valgrind (Debian: apt-get install valgrind) or name it with --valgrind")
-        })?;
-        if !status.success() {
-            bail!(
-                "the counted run of {} under valgrind failed ({status})",
-                file.display()
-            );
-        }
+    });
+    if let Some(e) = first_error
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("internal: a counting thread panicked"))?
+    {
+        return Err(e);
     }
     let counts = callgrind::read_counts(&dumps, DUMP_PREFIX)?;
     for plan in &plans {
@@ -206,5 +214,64 @@ pub fn count(paths: &[PathBuf], out: &Path, valgrind: &str, data_dir: Option<&Pa
     }
     std::fs::remove_dir_all(&dumps).with_context(|| format!("removing {}", dumps.display()))?;
     println!("counted runs: {}", out.display());
+    Ok(())
+}
+
+/// Counts one experiment: `file` run by this executable under callgrind, its output kept in a
+/// log beside the dumps and printed whole once the process ends (so that processes counted at
+/// once do not interleave their lines); a failure shows the log's tail.
+fn count_one(
+    valgrind: &str,
+    exe: &Path,
+    data_dir: Option<&Path>,
+    file: &Path,
+    plan: &plan::Plan,
+    out: &Path,
+    dumps: &Path,
+) -> Result<()> {
+    let name = &plan.config.name;
+    let log_path = dumps.join(format!("{name}.log"));
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("creating {}", log_path.display()))?;
+    let log_err = log
+        .try_clone()
+        .with_context(|| format!("opening {} twice", log_path.display()))?;
+    let mut cmd = Command::new(valgrind);
+    cmd.arg("--tool=callgrind")
+        .arg("--instr-atstart=no")
+        .arg(format!(
+            "--callgrind-out-file={}",
+            dumps.join(format!("{DUMP_PREFIX}-{name}")).display()
+        ))
+        .arg("--dump-instr=no")
+        .arg("--dump-line=no")
+        .arg(exe);
+    if let Some(d) = data_dir {
+        cmd.arg("--data-dir").arg(d);
+    }
+    cmd.args(["gate", "count"])
+        .arg(file)
+        .arg("--out")
+        .arg(out)
+        .env(callgrind::COUNT_ENV, dumps)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err);
+    let status = cmd.status().map_err(|e| {
+        anyhow::anyhow!("cannot start `{valgrind}` ({e}): install valgrind (Debian: apt-get install valgrind) or name it with --valgrind")
+    })?;
+    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    if !status.success() {
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+        bail!(
+            "the counted run of {} under valgrind failed ({status}); the end of its output:\n{tail}",
+            file.display()
+        );
+    }
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "-- counted {name} ({})", file.display())?;
+    stdout.write_all(text.as_bytes())?;
     Ok(())
 }
