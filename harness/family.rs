@@ -36,6 +36,16 @@ impl Value {
             _ => None,
         }
     }
+    /// The value as a point on an axis a claim can order and compare along: numbers as
+    /// themselves, `false` as 0 and `true` as 1 (a switch swept off and on, `full_model:
+    /// [false, true]`), strings not at all. Not a numeric parameter's check: `alpha: true` is
+    /// still not a number ([`Value::as_f64`]).
+    pub fn as_ordinal(&self) -> Option<f64> {
+        match self {
+            Value::Bool(b) => Some(f64::from(u8::from(*b))),
+            _ => self.as_f64(),
+        }
+    }
     /// Non-negative integer view.
     pub fn as_usize(&self) -> Option<usize> {
         match self {

@@ -451,7 +451,7 @@ impl Resolver<'_, '_> {
             let numeric = grid
                 .points
                 .iter()
-                .any(|p| on(p, key).and_then(|v| v.as_f64()).is_some());
+                .any(|p| on(p, key).and_then(|v| v.as_ordinal()).is_some());
             if !numeric {
                 let word = if *e == Extreme::Max { "max" } else { "min" };
                 self.problem(
@@ -656,7 +656,7 @@ fn resolve_one(
             let variant = r.variant("variant", variant);
             r.param("param", param);
             let column = r.column(column, false);
-            let mut end = |key: &str, v: &Value| match (is_extreme(v), v.as_f64()) {
+            let mut end = |key: &str, v: &Value| match (is_extreme(v), v.as_ordinal()) {
                 (Some(Extreme::Max), _) => Some(End::Max),
                 (Some(Extreme::Min), _) => Some(End::Min),
                 (None, Some(x)) => Some(End::Value(x)),
@@ -664,7 +664,7 @@ fn resolve_one(
                     r.problem(
                         &[key],
                         None,
-                        format!(": `{key}: {v}` is neither a number nor `max`/`min`"),
+                        format!(": `{key}: {v}` is neither a number, a boolean nor `max`/`min`"),
                         Some(format!("give a value of `{param}`, or `max` / `min`")),
                     );
                     None
@@ -767,7 +767,7 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &S
     let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for p in &points {
         let mut others = (*p).clone();
-        let x = others.remove(param).and_then(|v| v.as_f64());
+        let x = others.remove(param).and_then(|v| v.as_ordinal());
         let group = groups
             .entry(crate::experiment::plan::point_key(&others))
             .or_default();
@@ -787,10 +787,10 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &S
                 &["param"],
                 None,
                 format!(
-                    ": `{param}` has no numeric value at the points selected on {}{place}",
+                    ": `{param}` has no numeric or boolean value at the points selected on {}{place}",
                     grid.name()
                 ),
-                Some("scale over a numeric parameter, set in `params`/`sweep`".to_string()),
+                Some("scale over a numeric or boolean parameter, set in `params`/`sweep`".to_string()),
             );
             return;
         }
@@ -892,7 +892,7 @@ impl Selection {
             }
         }
         for (key, extreme) in &self.extremes {
-            let number = |item: &T| get(item, key).and_then(|v| v.as_f64());
+            let number = |item: &T| get(item, key).and_then(|v| v.as_ordinal());
             let values: Vec<f64> = selected.iter().filter_map(|i| number(i)).collect();
             let word = if *extreme == Extreme::Max {
                 "max"

@@ -87,7 +87,7 @@ impl<'a> Column<'a> {
             Column::EquivRelError => row.equiv_rel_error,
             Column::Phase(p) => row.phases_s.get(*p).copied(),
             Column::Metric(m) => row.metrics.get(*m).copied(),
-            Column::Param(p) => row.params.get(*p).and_then(Value::as_f64),
+            Column::Param(p) => row.params.get(*p).and_then(Value::as_ordinal),
         }
     }
 

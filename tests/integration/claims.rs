@@ -339,6 +339,39 @@ fn scaling_over_threads() {
 }
 
 #[test]
+fn scaling_over_a_switch_compares_its_off_and_on_points() {
+    // A boolean swept off and on (`full_model: [false, true]`) orders false before true.
+    let mut rows = Vec::new();
+    for (point, on, t) in [(0, false, 2.0), (1, true, 9.0)] {
+        for mut r in reps(point, &[("size", 5)], "par", t) {
+            r.params.insert("full".to_string(), Value::Bool(on));
+            rows.push(r);
+        }
+    }
+    let claim = |from: bool, at_least: f64| ClaimConfig::Scaling {
+        name: "off against on".to_string(),
+        variant: "par".to_string(),
+        column: "wall_time_s".to_string(),
+        param: "full".to_string(),
+        from: Value::Bool(from),
+        to: Value::Bool(!from),
+        at_least,
+        at: BTreeMap::new(),
+    };
+    assert_outcome(
+        &one(claim(true, 4.0), &rows),
+        true,
+        &["wall_time_s(full=1) / wall_time_s(full=0) = 4.500x"],
+    );
+    assert_outcome(
+        &one(claim(true, 5.0), &rows),
+        false,
+        &["4.500x", "required >= 5"],
+    );
+    assert_outcome(&one(claim(false, 0.2), &rows), true, &["= 0.222x"]);
+}
+
+#[test]
 fn claims_without_matching_rows_fail_and_say_so() {
     let rows = reps(0, &[("size", 10)], "slow", 1.0);
     assert_outcome(&one(ratio(1.0, &[]), &rows), false, &["no rows of `fast`"]);

@@ -110,6 +110,10 @@ pub struct TrainArgs {
     /// distributed: keep alpha as given instead of multiplying it by the number of ranks.
     #[arg(long)]
     pub no_scale_alpha: bool,
+    /// distributed: exchange every row of the model at every exchange (full-model sync, the
+    /// baseline that exchanging only the changed rows, hot ones more often, saves on).
+    #[arg(long)]
+    pub full_model: bool,
     /// distributed: where the ranks run, `local` (threads) or `mpi` (`mpirun -np P parbench
     /// w2v train --variant distributed --backend mpi ...`; needs `--features mpi`).
     #[arg(long, default_value = "local", value_parser = ["local", "mpi"])]
@@ -243,6 +247,7 @@ fn train_on(backend: &Ranks, args: &TrainArgs, data_dir: Option<&Path>) -> Resul
         hot_words: args.hot_words,
         rare_every: args.rare_every,
         scale_alpha: !args.no_scale_alpha,
+        full_model: args.full_model,
     };
     let trainer: Box<dyn Trainer> = if args.variant == "distributed" {
         if args.sync_words == 0 || args.rare_every == 0 {

@@ -129,6 +129,9 @@ crate::point_params! {
         rare_every for ["distributed"]: usize = SyncOptions::default().rare_every,
         /// multiply alpha by the number of ranks
         scale_alpha for ["distributed"]: bool = SyncOptions::default().scale_alpha,
+        /// exchange every row at every exchange (full-model sync, the baseline sub-model sync
+        /// saves on)
+        full_model for ["distributed"]: bool = SyncOptions::default().full_model,
         /// synthetic: planted word groups
         groups: usize = 10,
         /// synthetic: words per group
@@ -185,6 +188,7 @@ impl Word2vecPoint {
             hot_words: self.hot_words,
             rare_every: self.rare_every,
             scale_alpha: self.scale_alpha,
+            full_model: self.full_model,
         }
     }
 }

@@ -53,6 +53,11 @@ pub struct SyncOptions {
     pub rare_every: usize,
     /// Multiply the starting learning rate by the number of ranks.
     pub scale_alpha: bool,
+    /// Exchange every row of both matrices at every exchange, changed or not, due or not: the
+    /// full-model synchronization that sub-model synchronization (the rows above) saves on
+    /// (pWord2Vec Section III-E). The model is the one every row being due gives; the traffic
+    /// is the whole model's, `2 V d` values reduced at every exchange.
+    pub full_model: bool,
 }
 
 impl Default for SyncOptions {
@@ -62,6 +67,7 @@ impl Default for SyncOptions {
             hot_words: 10_000,
             rare_every: 4,
             scale_alpha: true,
+            full_model: false,
         }
     }
 }
@@ -150,6 +156,11 @@ pub fn train_rank(
         let t = Instant::now();
         let (snap_in, snap_out) = (&mut snap_in, &mut snap_out);
         let changed_rows = |all: bool| -> Vec<u32> {
+            if sync.full_model {
+                // Every rank sends every row: no list to agree on (the counts still travel,
+                // with whether a rank stops).
+                return Vec::new();
+            }
             let due = |row: usize| {
                 all || row < sync.hot_words || end.index.is_multiple_of(sync.rare_every)
             };
@@ -172,6 +183,9 @@ pub fn train_rank(
             union = union_over_ranks(comm, &changed_rows(true), true)
                 .map_err(comm_error)?
                 .0;
+        }
+        if sync.full_model {
+            union = (0..rows as u32).collect();
         }
         let mut deltas = Vec::with_capacity(union.len() * 2 * dim);
         for &r in &union {

@@ -44,6 +44,7 @@ fn suite_sync() -> SyncOptions {
         hot_words: 5,
         rare_every: 2,
         scale_alpha: true,
+        full_model: false,
     }
 }
 
@@ -1173,6 +1174,7 @@ fn one_rank_counts_its_exchanges_but_sends_and_averages_nothing() {
         hot_words: usize::MAX,
         rare_every: 1,
         scale_alpha: true,
+        full_model: false,
     };
     let never = SyncOptions {
         hot_words: 0,
@@ -1202,6 +1204,65 @@ fn one_rank_counts_its_exchanges_but_sends_and_averages_nothing() {
 }
 
 #[test]
+fn full_model_sync_sends_the_whole_model_and_trains_what_every_row_due_trains() {
+    // Full-model sync averages every row at every exchange; rows no rank changed average to
+    // themselves, so the model is the one every changed row being due gives, bit for bit. On
+    // 2 ranks the ring all-reduce of n values has each rank send exactly n words: the traffic
+    // is `rows exchanged x d`, and full-model sync exchanges both matrices' V rows every time.
+    // A vocabulary of 1000 words, of which 97 corpus words touch a fraction between exchanges.
+    let corpus = planted_corpus(500, 80, 15, 3);
+    let params = small_params();
+    let every_row = SyncOptions {
+        sync_words: 97,
+        hot_words: usize::MAX,
+        rare_every: 1,
+        scale_alpha: true,
+        full_model: false,
+    };
+    let full = SyncOptions {
+        hot_words: 0,
+        rare_every: usize::MAX,
+        full_model: true,
+        ..every_row.clone()
+    };
+    let rows = corpus.vocab().len() as u64;
+    let reduced = |r: &RankOutput| {
+        r.comm
+            .phase(parbench_common::comm::Phase::Reduction)
+            .words_sent
+    };
+    for inner in ["hogwild", "gemm", "full", "full-register"] {
+        let a = distributed(inner, 2, every_row.clone())
+            .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
+            .unwrap();
+        let b = distributed(inner, 2, full.clone())
+            .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
+            .unwrap();
+        assert_eq!(
+            a[0].train.model.vectors(),
+            b[0].train.model.vectors(),
+            "{inner}"
+        );
+        assert_eq!(
+            a[0].train.output_vectors, b[0].train.output_vectors,
+            "{inner}"
+        );
+        assert!(b[0].exchanges > 10, "{inner}: {} exchanges", b[0].exchanges);
+        assert_eq!(b[0].exchanges, a[0].exchanges, "{inner}");
+        assert_eq!(
+            b[0].rows_exchanged,
+            2 * rows * b[0].exchanges as u64,
+            "{inner}"
+        );
+        // Some rows go untouched between two exchanges 97 words apart.
+        assert!(a[0].rows_exchanged < b[0].rows_exchanged, "{inner}");
+        for r in a.iter().chain(&b) {
+            assert_eq!(reduced(r), r.rows_exchanged * params.dim as u64, "{inner}");
+        }
+    }
+}
+
+#[test]
 fn distributed_ranks_end_with_one_model_and_learn_the_planted_groups() {
     let per_group = 10;
     let corpus = planted_corpus(per_group, 1200, 20, 2);
@@ -1221,6 +1282,7 @@ fn distributed_ranks_end_with_one_model_and_learn_the_planted_groups() {
             hot_words: 5,
             rare_every: 3,
             scale_alpha: true,
+            full_model: false,
         };
         let runs: Vec<RankOutput> = distributed(inner, ranks, sync)
             .train_ranks(&corpus, &params, Par::Seq, &mut quiet)
