@@ -32,7 +32,9 @@
 //! a claim that passed on whatever was left would hide a renamed variant, an emptied sweep or a
 //! metric a variant stopped reporting. Cost: O(rows log rows) per claim.
 
-use crate::experiment::config::{ClaimConfig, EquivalenceConfig, ExperimentConfig};
+use crate::experiment::config::{
+    ClaimConfig, EquivalenceConfig, EquivalenceTest, ExperimentConfig,
+};
 use crate::family::{Params, ResultRow, Value};
 use crate::util::column::Column;
 use crate::util::stats::median;
@@ -78,6 +80,17 @@ pub enum Check {
         left: String,
         right: String,
         bounds: Bounds,
+        at: Selection,
+    },
+    /// Paired differences of `variant` and `reference` over the values of `over`, per group
+    /// of points equal but for `over`: their mean's 90% interval inside (-margin, margin).
+    EquivalentOver {
+        column: String,
+        variant: String,
+        reference: String,
+        over: String,
+        margin: f64,
+        test: EquivalenceTest,
         at: Selection,
     },
     /// Median `column` of `variant` at every selected point.
@@ -579,6 +592,47 @@ fn resolve_one(
                 at: r.selection(at),
             }
         }
+        ClaimConfig::EquivalentOver {
+            column,
+            variant,
+            reference,
+            over,
+            margin,
+            test,
+            at,
+            ..
+        } => {
+            let left = r.variant("variant", variant);
+            let right = r.variant("reference", reference);
+            if left == right {
+                r.problem(
+                    &["reference"],
+                    Some(&right),
+                    format!(": `{left}` against itself differs by 0 at every value, whatever was measured"),
+                    Some("compare two different variants".to_string()),
+                );
+            }
+            r.param("over", over);
+            if !(margin.is_finite() && *margin > 0.0) {
+                r.problem(
+                    &["margin"],
+                    None,
+                    format!(": `margin: {margin}` must be a positive number"),
+                    Some("give the largest difference that still counts as equivalent".to_string()),
+                );
+            }
+            let at = r.selection(at);
+            equivalence_on_grid(&mut r, over, &at);
+            Check::EquivalentOver {
+                column: r.column(column, false),
+                variant: left,
+                reference: right,
+                over: over.clone(),
+                margin: *margin,
+                test: *test,
+                at,
+            }
+        }
         ClaimConfig::Bound {
             variant,
             column,
@@ -754,6 +808,38 @@ fn slope_on_grid(r: &mut Resolver, x: &str, at: &Selection) {
             Some(format!(
                 "sweep two or more values of `{x}`, or select more points with `at`"
             )),
+        );
+    }
+}
+
+/// The grouping parameter of an `equivalent_over` claim on the grid: every group of selected
+/// points equal but for `over` must have two or more of its values (a mean's interval needs two).
+fn equivalence_on_grid(r: &mut Resolver, over: &str, at: &Selection) {
+    let Some((points, grid)) = grid_selection(r.scope.grid, at) else {
+        return;
+    };
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+    for p in &points {
+        let mut others = (*p).clone();
+        others.remove(over);
+        *groups
+            .entry(crate::experiment::plan::point_key(&others))
+            .or_default() += 1;
+    }
+    if let Some((key, _)) = groups.iter().find(|(_, &n)| n < 2) {
+        let place = if key.is_empty() {
+            String::new()
+        } else {
+            format!(" (at {key})")
+        };
+        r.problem(
+            &["over"],
+            None,
+            format!(
+                ": `{over}` takes one value on {}{place}, and equivalence over it needs two or more",
+                grid.name()
+            ),
+            Some(format!("sweep two or more values of `{over}` (five seeds, say)")),
         );
     }
 }
@@ -997,6 +1083,23 @@ fn evaluate_one(claim: &ResolvedClaim, rows: &[ResultRow], labels: &PointLabels)
             bounds,
             at,
         } => bound(rows, variant, column, *bounds, at, labels),
+        Check::EquivalentOver {
+            column,
+            variant,
+            reference,
+            over,
+            margin,
+            test,
+            at,
+        } => equivalent_over(
+            rows,
+            column,
+            (variant, reference),
+            over,
+            (*margin, *test),
+            at,
+            labels,
+        ),
         Check::Slope {
             x,
             column,
@@ -1304,6 +1407,112 @@ fn compare(
                 }
                 (Err(why), _) | (_, Err(why)) => missing(format!("{pair}: {why} at {label}")),
             }
+        })
+        .collect();
+    summarize(findings, &bounds)
+}
+
+/// Student's t quantile at 0.95 (one-sided) for `df` degrees of freedom: 1 to 30 from the
+/// table, the normal's 1.645 beyond (where the table's 30 is 1.697).
+fn t95(df: usize) -> f64 {
+    const T95: [f64; 30] = [
+        6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771,
+        1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706,
+        1.703, 1.701, 1.699, 1.697,
+    ];
+    T95.get(df.wrapping_sub(1)).copied().unwrap_or(1.645)
+}
+
+/// Two one-sided tests of `a` against `b` in `col` over the values of `over`: per group of
+/// selected points equal but for `over`, the differences of the two variants' medians at each
+/// value, their mean and its 90% interval, which must lie inside (-margin, margin) (above
+/// -margin for non-inferiority).
+fn equivalent_over(
+    rows: &[ResultRow],
+    col: &str,
+    (a, b): (&str, &str),
+    over: &str,
+    (margin, test): (f64, EquivalenceTest),
+    at: &Selection,
+    labels: &PointLabels,
+) -> (bool, String) {
+    let bounds = Bounds {
+        at_least: Some(-margin),
+        at_most: (test == EquivalenceTest::Equivalence).then_some(margin),
+    };
+    let pair = format!("{a} - {b}");
+    let selected = match at.rows(rows) {
+        Ok(s) => s,
+        Err(why) => return (false, format!("{pair}: {why} ({})", bounds.required())),
+    };
+    let mut groups: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
+    for &row in &selected {
+        let mut others = row.params.clone();
+        others.remove(over);
+        groups
+            .entry(crate::experiment::plan::point_key(&others))
+            .or_default()
+            .push(row);
+    }
+    let findings = groups
+        .values()
+        .map(|group| {
+            let others: Vec<String> = labels
+                .varying
+                .iter()
+                .filter(|k| k.as_str() != over)
+                .filter_map(|k| group[0].params.get(k).map(|v| format!("{k}={v}")))
+                .collect();
+            let place = if others.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", others.join(", "))
+            };
+            let mut diffs = Vec::new();
+            for at_value in by_point(group).values() {
+                let value = at_value[0]
+                    .params
+                    .get(over)
+                    .map_or_else(|| "?".to_string(), ToString::to_string);
+                match (median_of(at_value, a, col), median_of(at_value, b, col)) {
+                    (Ok(x), Ok(y)) => diffs.push(x - y),
+                    (Err(why), _) | (_, Err(why)) => {
+                        return missing(format!("{pair}: {why} at {over}={value}{place}"))
+                    }
+                }
+            }
+            let n = diffs.len();
+            if n < 2 {
+                return missing(format!(
+                    "{pair}: {n} value(s) of `{over}`{place}, and a mean's interval needs two or more"
+                ));
+            }
+            let mean = diffs.iter().sum::<f64>() / n as f64;
+            let var = diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            let half = t95(n - 1) * (var / n as f64).sqrt();
+            let (lo, hi) = (mean - half, mean + half);
+            let passed = lo > -margin
+                && (test == EquivalenceTest::NonInferiority || hi < margin)
+                && !mean.is_nan();
+            // A digit more than `fmt_num` where the ends sit near a margin of a few hundredths.
+            let end = |x: f64| {
+                if x.abs() < 10.0 {
+                    format!("{x:.4}")
+                } else {
+                    fmt_num(x)
+                }
+            };
+            (
+                passed,
+                bounds.margin(lo).min(bounds.margin(hi)),
+
+                format!(
+                    "{pair} in `{col}`: mean {} over {n} values of `{over}`{place}, 90% interval [{}, {}]",
+                    fmt_num(mean),
+                    end(lo),
+                    end(hi)
+                ),
+            )
         })
         .collect();
     summarize(findings, &bounds)

@@ -282,6 +282,24 @@ pub enum ClaimConfig {
         #[serde(default)]
         at: BTreeMap<String, Value>,
     },
+    /// `variant` is statistically equivalent to `reference` in `column` over the values of the
+    /// parameter `over` (seeds, say): the paired differences of their medians at each value of
+    /// `over` (the other parameters equal) have a 90% confidence interval for their mean
+    /// (Student's t) inside (-`margin`, `margin`): two one-sided tests at the 5% level, at every
+    /// group of points selected by `at`. With `test: non_inferiority` only the lower end is held
+    /// (above -`margin`): "as good or better", for higher-is-better metrics.
+    EquivalentOver {
+        name: String,
+        column: String,
+        variant: String,
+        reference: String,
+        over: String,
+        margin: f64,
+        #[serde(default)]
+        test: EquivalenceTest,
+        #[serde(default)]
+        at: BTreeMap<String, Value>,
+    },
     /// The log-log slope of `column` (median per point) against `x` lies in [min, max] for each
     /// listed variant, over the points selected by `at` (`x` a parameter or a metric column).
     Slope {
@@ -340,6 +358,17 @@ pub enum ClaimConfig {
     },
 }
 
+/// Which side(s) of an `equivalent_over` claim's interval are held to the margin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EquivalenceTest {
+    /// Both ends inside (-margin, margin): neither worse nor better by the margin.
+    #[default]
+    Equivalence,
+    /// The lower end above -margin: not worse by the margin, better allowed.
+    NonInferiority,
+}
+
 fn default_scaling_param() -> String {
     "threads".to_string()
 }
@@ -354,6 +383,7 @@ impl ClaimConfig {
             ClaimConfig::Equivalence { name, .. }
             | ClaimConfig::Ratio { name, .. }
             | ClaimConfig::Difference { name, .. }
+            | ClaimConfig::EquivalentOver { name, .. }
             | ClaimConfig::Slope { name, .. }
             | ClaimConfig::Scaling { name, .. }
             | ClaimConfig::Share { name, .. }

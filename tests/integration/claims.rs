@@ -1,7 +1,9 @@
 //! Claims on hand-made rows with known medians, and on rows produced by the mock family.
 
 use parbench::analysis::claims::{self, column, evaluate, ClaimOutcome};
-use parbench::experiment::config::{self, ClaimConfig, EquivalenceConfig, ExperimentConfig};
+use parbench::experiment::config::{
+    self, ClaimConfig, EquivalenceConfig, EquivalenceTest, ExperimentConfig,
+};
 use parbench::experiment::plan;
 use parbench::family::{Params, ResultRow, Value};
 use std::collections::BTreeMap;
@@ -371,6 +373,112 @@ fn scaling_over_a_switch_compares_its_off_and_on_points() {
     assert_outcome(&one(claim(false, 0.2), &rows), true, &["= 0.222x"]);
 }
 
+/// `fast` and `slow` at five seeds, `slow`'s metric `base` and `fast`'s `base + diffs[seed]`.
+fn seeded(diffs: &[f64]) -> Vec<ResultRow> {
+    let mut rows = Vec::new();
+    for (seed, d) in diffs.iter().enumerate() {
+        for (variant, value) in [("slow", 0.5), ("fast", 0.5 + d)] {
+            let mut r = row(seed, &[("size", 5), ("seed", seed as i64)], variant, 0, 1.0);
+            r.metrics.insert("score".to_string(), value);
+            rows.push(r);
+        }
+    }
+    rows
+}
+
+fn equivalent(margin: f64) -> ClaimConfig {
+    ClaimConfig::EquivalentOver {
+        name: "fast as good as slow".to_string(),
+        column: "metric_score".to_string(),
+        variant: "fast".to_string(),
+        reference: "slow".to_string(),
+        over: "seed".to_string(),
+        margin,
+        test: EquivalenceTest::Equivalence,
+        at: BTreeMap::new(),
+    }
+}
+
+fn not_worse(margin: f64) -> ClaimConfig {
+    match equivalent(margin) {
+        ClaimConfig::EquivalentOver {
+            name,
+            column,
+            variant,
+            reference,
+            over,
+            margin,
+            at,
+            ..
+        } => ClaimConfig::EquivalentOver {
+            name,
+            column,
+            variant,
+            reference,
+            over,
+            margin,
+            test: EquivalenceTest::NonInferiority,
+            at,
+        },
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn equivalence_over_seeds_is_two_one_sided_tests_on_the_paired_differences() {
+    // Differences 0.01, -0.01, 0.02, 0, -0.02: mean 0, standard deviation sqrt(2.5e-4), so the
+    // 90% interval is 0 +- 2.132 * 0.015811 / sqrt(5) = +-0.015075 (t at 4 degrees of freedom).
+    let centred = seeded(&[0.01, -0.01, 0.02, 0.0, -0.02]);
+    assert_outcome(
+        &one(equivalent(0.03), &centred),
+        true,
+        &[
+            "fast - slow in `metric_score`: mean 0",
+            "over 5 values of `seed`",
+            "[-0.0151, 0.0151]",
+        ],
+    );
+    assert_outcome(
+        &one(equivalent(0.015), &centred),
+        false,
+        &["[-0.0151, 0.0151]"],
+    );
+    // The same spread about 0.02: the upper end 0.03508 leaves a margin of 0.03.
+    let shifted = seeded(&[0.03, 0.01, 0.04, 0.02, 0.0]);
+    assert_outcome(
+        &one(equivalent(0.03), &shifted),
+        false,
+        &["mean 0.02", "0.0351"],
+    );
+    assert_outcome(&one(equivalent(0.04), &shifted), true, &["0.0351"]);
+    // Better by more than the margin is not equivalent, but it is not inferior: only the lower
+    // end (0.00492) is held, above -margin. Worse by as much is inferior.
+    assert_outcome(
+        &one(not_worse(0.03), &shifted),
+        true,
+        &["[0.0049, 0.0351]", "required >= -0.03)"],
+    );
+    let worse = seeded(&[-0.03, -0.01, -0.04, -0.02, 0.0]);
+    assert_outcome(
+        &one(not_worse(0.03), &worse),
+        false,
+        &["[-0.0351, -0.0049]"],
+    );
+    // One seed has no interval; a seed without `fast` is missing, not skipped.
+    assert_outcome(
+        &one(equivalent(1.0), &seeded(&[0.0])),
+        false,
+        &["1 value(s) of `seed`"],
+    );
+    let mut gap = seeded(&[0.0, 0.0, 0.0]);
+    gap.retain(|r| !(r.variant == "fast" && r.point == 1));
+    assert_outcome(
+        &one(equivalent(1.0), &gap),
+        false,
+        &["no rows of `fast` at seed=1"],
+    );
+}
+
 #[test]
 fn claims_without_matching_rows_fail_and_say_so() {
     let rows = reps(0, &[("size", 10)], "slow", 1.0);
@@ -644,6 +752,33 @@ fn scaling_from_and_to_on_the_same_value_is_a_plan_error() {
         &quick,
         true,
         &["both resolve to threads=1 on the quick grid"],
+    );
+}
+
+#[test]
+fn equivalence_over_one_value_a_variant_against_itself_and_no_margin_are_plan_errors() {
+    let claim = |variant: &str, margin: &str| {
+        format!("  - name: e\n    kind: equivalent_over\n    column: wall_time_s\n    variant: {variant}\n    reference: slow\n    over: threads\n    margin: {margin}\n")
+    };
+    assert!(build(&mock_yaml(GRID, &claim("fast", "0.1"), ""), false).is_ok());
+    plan_error(
+        &mock_yaml(
+            "{threads: [2], size: [1000, 2000]}",
+            &claim("fast", "0.1"),
+            "",
+        ),
+        false,
+        &["`threads` takes one value", "needs two or more"],
+    );
+    plan_error(
+        &mock_yaml(GRID, &claim("slow", "0.1"), ""),
+        false,
+        &["`slow` against itself"],
+    );
+    plan_error(
+        &mock_yaml(GRID, &claim("fast", "0"), ""),
+        false,
+        &["`margin: 0` must be a positive number"],
     );
 }
 
