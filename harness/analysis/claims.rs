@@ -820,11 +820,7 @@ fn equivalence_on_grid(r: &mut Resolver, over: &str, at: &Selection) {
     };
     let mut groups: BTreeMap<String, usize> = BTreeMap::new();
     for p in &points {
-        let mut others = (*p).clone();
-        others.remove(over);
-        *groups
-            .entry(crate::experiment::plan::point_key(&others))
-            .or_default() += 1;
+        *groups.entry(key_but(p, over)).or_default() += 1;
     }
     if let Some((key, _)) = groups.iter().find(|(_, &n)| n < 2) {
         let place = if key.is_empty() {
@@ -852,12 +848,8 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &S
     };
     let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for p in &points {
-        let mut others = (*p).clone();
-        let x = others.remove(param).and_then(|v| v.as_ordinal());
-        let group = groups
-            .entry(crate::experiment::plan::point_key(&others))
-            .or_default();
-        group.extend(x);
+        let x = p.get(param).and_then(Value::as_ordinal);
+        groups.entry(key_but(p, param)).or_default().extend(x);
     }
     let mut absent: BTreeSet<&str> = BTreeSet::new();
     for (key, values) in &groups {
@@ -1412,6 +1404,46 @@ fn compare(
     summarize(findings, &bounds)
 }
 
+/// The key of a point's parameters but `param`: equal for points that differ only in it.
+fn key_but(params: &Params, param: &str) -> String {
+    let mut others = params.clone();
+    others.remove(param);
+    crate::experiment::plan::point_key(&others)
+}
+
+/// The rows grouped into points that differ only in `param` (in key order), each group with
+/// where it is (" at k=v, ..." over the parameters that vary in the run, `param` aside).
+fn groups_but<'r>(
+    rows: &[&'r ResultRow],
+    param: &str,
+    labels: &PointLabels,
+) -> Vec<(String, Vec<&'r ResultRow>)> {
+    let mut groups: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
+    for &row in rows {
+        groups
+            .entry(key_but(&row.params, param))
+            .or_default()
+            .push(row);
+    }
+    groups
+        .into_values()
+        .map(|group| {
+            let others: Vec<String> = labels
+                .varying
+                .iter()
+                .filter(|k| k.as_str() != param)
+                .filter_map(|k| group[0].params.get(k).map(|v| format!("{k}={v}")))
+                .collect();
+            let place = if others.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", others.join(", "))
+            };
+            (place, group)
+        })
+        .collect()
+}
+
 /// Student's t quantile at 0.95 (one-sided) for `df` degrees of freedom: 1 to 30 from the
 /// table, the normal's 1.645 beyond (where the table's 30 is 1.697).
 fn t95(df: usize) -> f64 {
@@ -1445,31 +1477,11 @@ fn equivalent_over(
         Ok(s) => s,
         Err(why) => return (false, format!("{pair}: {why} ({})", bounds.required())),
     };
-    let mut groups: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
-    for &row in &selected {
-        let mut others = row.params.clone();
-        others.remove(over);
-        groups
-            .entry(crate::experiment::plan::point_key(&others))
-            .or_default()
-            .push(row);
-    }
-    let findings = groups
-        .values()
-        .map(|group| {
-            let others: Vec<String> = labels
-                .varying
-                .iter()
-                .filter(|k| k.as_str() != over)
-                .filter_map(|k| group[0].params.get(k).map(|v| format!("{k}={v}")))
-                .collect();
-            let place = if others.is_empty() {
-                String::new()
-            } else {
-                format!(" at {}", others.join(", "))
-            };
+    let findings = groups_but(&selected, over, labels)
+        .into_iter()
+        .map(|(place, group)| {
             let mut diffs = Vec::new();
-            for at_value in by_point(group).values() {
+            for at_value in by_point(&group).values() {
                 let value = at_value[0]
                     .params
                     .get(over)
@@ -1680,28 +1692,8 @@ fn scaling(
     };
     // Groups of points that differ only in `param`, over the rows of every variant, so a group
     // where `variant` did not run is seen.
-    let mut groups: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
-    for &row in &selected {
-        let mut others = row.params.clone();
-        others.remove(param);
-        groups
-            .entry(crate::experiment::plan::point_key(&others))
-            .or_default()
-            .push(row);
-    }
     let mut findings = Vec::new();
-    for group in groups.values() {
-        let others: Vec<String> = labels
-            .varying
-            .iter()
-            .filter(|k| k.as_str() != param)
-            .filter_map(|k| group[0].params.get(k).map(|v| format!("{k}={v}")))
-            .collect();
-        let place = if others.is_empty() {
-            String::new()
-        } else {
-            format!(" at {}", others.join(", "))
-        };
+    for (place, group) in groups_but(&selected, param, labels) {
         let values = distinct_numbers(group.iter().filter_map(|r| column(r, param)));
         let (Some(x_from), Some(x_to)) = (from.resolve(&values), to.resolve(&values)) else {
             let shown: Vec<String> = values.iter().map(|v| fmt_value(*v)).collect();
