@@ -397,15 +397,16 @@ impl Resolver<'_, '_> {
     /// at every point, whatever was measured.
     fn distinct(&mut self, how: Comparison, keys: (&str, &str), left: &str, right: &str) {
         if left == right {
-            let (result, nouns) = match how {
-                Comparison::Ratio => ("the ratio is 1", "numerator and denominator"),
-                Comparison::Difference => ("the difference is 0", "minuend and subtrahend"),
+            let result = match how {
+                Comparison::Ratio => "the ratio is 1",
+                Comparison::Difference => "the difference is 0",
             };
             self.problem(
                 &[keys.1],
                 Some(right),
                 format!(
-                    ": {nouns} are both `{left}`, so {result} at every point whatever was measured"
+                    ": {} and {} are both `{left}`, so {result} at every point whatever was measured",
+                    keys.0, keys.1
                 ),
                 Some(
                     "compare two different variants, or a column with a constant: `kind: bound`"
@@ -604,14 +605,12 @@ fn resolve_one(
         } => {
             let left = r.variant("variant", variant);
             let right = r.variant("reference", reference);
-            if left == right {
-                r.problem(
-                    &["reference"],
-                    Some(&right),
-                    format!(": `{left}` against itself differs by 0 at every value, whatever was measured"),
-                    Some("compare two different variants".to_string()),
-                );
-            }
+            r.distinct(
+                Comparison::Difference,
+                ("variant", "reference"),
+                &left,
+                &right,
+            );
             r.param("over", over);
             if !(margin.is_finite() && *margin > 0.0) {
                 r.problem(

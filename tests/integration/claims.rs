@@ -386,7 +386,7 @@ fn seeded(diffs: &[f64]) -> Vec<ResultRow> {
     rows
 }
 
-fn equivalent(margin: f64) -> ClaimConfig {
+fn fast_against_slow(margin: f64, test: EquivalenceTest) -> ClaimConfig {
     ClaimConfig::EquivalentOver {
         name: "fast as good as slow".to_string(),
         column: "metric_score".to_string(),
@@ -394,34 +394,17 @@ fn equivalent(margin: f64) -> ClaimConfig {
         reference: "slow".to_string(),
         over: "seed".to_string(),
         margin,
-        test: EquivalenceTest::Equivalence,
+        test,
         at: BTreeMap::new(),
     }
 }
 
+fn equivalent(margin: f64) -> ClaimConfig {
+    fast_against_slow(margin, EquivalenceTest::Equivalence)
+}
+
 fn not_worse(margin: f64) -> ClaimConfig {
-    match equivalent(margin) {
-        ClaimConfig::EquivalentOver {
-            name,
-            column,
-            variant,
-            reference,
-            over,
-            margin,
-            at,
-            ..
-        } => ClaimConfig::EquivalentOver {
-            name,
-            column,
-            variant,
-            reference,
-            over,
-            margin,
-            test: EquivalenceTest::NonInferiority,
-            at,
-        },
-        _ => unreachable!(),
-    }
+    fast_against_slow(margin, EquivalenceTest::NonInferiority)
 }
 
 #[test]
@@ -773,7 +756,7 @@ fn equivalence_over_one_value_a_variant_against_itself_and_no_margin_are_plan_er
     plan_error(
         &mock_yaml(GRID, &claim("slow", "0.1"), ""),
         false,
-        &["`slow` against itself"],
+        &["variant and reference are both `slow`"],
     );
     plan_error(
         &mock_yaml(GRID, &claim("fast", "0"), ""),

@@ -1163,19 +1163,24 @@ fn distributed_with_one_rank_is_its_shared_memory_variant_bit_for_bit() {
     }
 }
 
+/// Sub-model sync with every changed row due at every exchange, 97 corpus words apart.
+fn every_row_due() -> SyncOptions {
+    SyncOptions {
+        sync_words: 97,
+        hot_words: usize::MAX,
+        rare_every: 1,
+        scale_alpha: true,
+        full_model: false,
+    }
+}
+
 #[test]
 fn one_rank_counts_its_exchanges_but_sends_and_averages_nothing() {
     // Many exchanges of every row are due, but one rank has nothing to average: the run equals
     // the same segmentation with no row ever due, and nothing is sent.
     let corpus = planted_corpus(8, 80, 15, 3);
     let params = small_params();
-    let every = SyncOptions {
-        sync_words: 97,
-        hot_words: usize::MAX,
-        rare_every: 1,
-        scale_alpha: true,
-        full_model: false,
-    };
+    let every = every_row_due();
     let never = SyncOptions {
         hot_words: 0,
         rare_every: usize::MAX,
@@ -1212,13 +1217,7 @@ fn full_model_sync_sends_the_whole_model_and_trains_what_every_row_due_trains() 
     // A vocabulary of 1000 words, of which 97 corpus words touch a fraction between exchanges.
     let corpus = planted_corpus(500, 80, 15, 3);
     let params = small_params();
-    let every_row = SyncOptions {
-        sync_words: 97,
-        hot_words: usize::MAX,
-        rare_every: 1,
-        scale_alpha: true,
-        full_model: false,
-    };
+    let every_row = every_row_due();
     let full = SyncOptions {
         hot_words: 0,
         rare_every: usize::MAX,
