@@ -820,6 +820,9 @@ fn check_runs(
     // With --json, everything printed goes into one document at the end.
     let (mut json_runs, mut json_notes, mut json_gaps) = (Vec::new(), Vec::new(), Vec::new());
     let mut coverage = check::Coverage::default();
+    // Every failing line again at the end, with its experiment: CI keeps a long check's tail,
+    // and the one regression among hundreds of verdicts would otherwise scroll out of it.
+    let mut recap: Vec<String> = Vec::new();
     for run in &runs {
         let report = check::check(
             &check::RunView {
@@ -858,6 +861,21 @@ fn check_runs(
                 println!("  {}", report.coverage);
             }
         }
+        let name = &run.config.name;
+        recap.extend(
+            report
+                .claims
+                .iter()
+                .filter(|c| !c.passed)
+                .map(|c| format!("[FAIL] {name}: {}: {}", c.name, c.detail)),
+        );
+        recap.extend(
+            report
+                .regressions
+                .iter()
+                .map(|r| format!("REGRESSION {name}: {r}")),
+        );
+        recap.extend(report.gaps.iter().map(|g| format!("NOT GATED {name}: {g}")));
         coverage.add(&report.coverage);
         claims_ok &= report.claims_passed();
         perf_ok &= report.regressions.is_empty();
@@ -876,6 +894,7 @@ fn check_runs(
                         json_gaps.push(gap);
                     } else {
                         println!("NOT GATED: {gap}");
+                        recap.push(format!("NOT GATED {gap}"));
                     }
                     let entries: usize = base.experiments[name]
                         .points
@@ -896,6 +915,12 @@ fn check_runs(
                 options.max_uniform_slowdown,
                 claims::fmt_num(100.0 * options.max_instruction_growth)
             );
+        }
+    }
+    if !json && !recap.is_empty() {
+        println!("{} failing verdict(s):", recap.len());
+        for line in &recap {
+            println!("  {line}");
         }
     }
     let code = if !claims_ok {
