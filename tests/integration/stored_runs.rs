@@ -21,12 +21,29 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// The claim verdict lines (`  [PASS] name: detail`) a command printed, in order.
+/// The claim verdicts of a run's or a check's table (not the recap of failures a check ends
+/// with: [`recap`]).
 fn verdicts(out: &Output) -> Vec<String> {
     text(&out.stdout)
         .lines()
+        .take_while(|l| !l.ends_with("failing verdict(s):"))
         .filter(|l| l.starts_with("  [PASS]") || l.starts_with("  [FAIL]"))
         .map(str::to_string)
         .collect()
+}
+
+/// The lines after a check's "N failing verdict(s):", which must count them.
+fn recap(out: &Output) -> Vec<String> {
+    let stdout = text(&out.stdout);
+    let mut lines = stdout
+        .lines()
+        .skip_while(|l| !l.ends_with("failing verdict(s):"));
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let recap: Vec<String> = lines.map(str::to_string).collect();
+    assert_eq!(header, format!("{} failing verdict(s):", recap.len()));
+    recap
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -142,6 +159,14 @@ fn plot_and_check_need_only_the_run_directory_not_its_dataset() {
         let check = parbench_in(root, &args);
         assert_eq!(check.status.code(), Some(3), "{}", text(&check.stderr));
         assert_eq!(verdicts(&check), run_verdicts, "{}", text(&check.stdout));
+        // The failed claim again at the end, named with its experiment.
+        let failed: Vec<String> = run_verdicts
+            .iter()
+            .filter_map(|v| v.strip_prefix("  [FAIL] "))
+            .map(|v| format!("  [FAIL] mock_dataset: {v}"))
+            .collect();
+        assert!(!failed.is_empty());
+        assert_eq!(recap(&check), failed, "{}", text(&check.stdout));
     }
 
     // The reproduce-directory form (a folder of runs) reads the same way.
