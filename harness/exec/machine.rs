@@ -97,8 +97,7 @@ pub fn dispatch() -> std::collections::BTreeMap<String, String> {
         ("fusedmm", fusedmm::simd_path()),
         ("word2vec", word2vec::simd_path()),
         ("lda", lda::simd_path()),
-        // The embeddings reader (parbench_common) has no run-time dispatch: SWAR on u64 words.
-        ("embeddings", "scalar"),
+        ("embeddings", parbench_common::embeddings::simd_path()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
