@@ -720,13 +720,7 @@ fn reproduce(
             "{}",
             runner::summary_table(&plan.config.name, &summary.rows, &summary.claims)
         );
-        failed.extend(
-            summary
-                .claims
-                .iter()
-                .filter(|c| !c.passed)
-                .map(|c| format!("{}: {}: {}", plan.config.name, c.name, c.detail)),
-        );
+        failed.extend(failed_claims(&plan.config.name, &summary.claims));
         let figures_dir = PathBuf::from("figures").join(&plan.config.name);
         std::fs::create_dir_all(&figures_dir)?;
         for f in &summary.figures {
@@ -752,7 +746,7 @@ fn reproduce(
     if !failed.is_empty() {
         println!("{} claim(s) failed:", failed.len());
         for f in &failed {
-            println!("  [FAIL] {f}");
+            println!("  {f}");
         }
     }
     Ok(if failed.is_empty() {
@@ -862,13 +856,7 @@ fn check_runs(
             }
         }
         let name = &run.config.name;
-        recap.extend(
-            report
-                .claims
-                .iter()
-                .filter(|c| !c.passed)
-                .map(|c| format!("[FAIL] {name}: {}: {}", c.name, c.detail)),
-        );
+        recap.extend(failed_claims(name, &report.claims));
         recap.extend(
             report
                 .regressions
@@ -962,6 +950,18 @@ fn coverage_json(c: &check::Coverage) -> serde_json::Value {
         "exact_counters": c.counted,
         "instructions": c.instructions,
     })
+}
+
+/// The failed claims of `experiment`, a line each, as a long command's closing recap lists
+/// them (`reproduce`'s and `check`'s).
+fn failed_claims<'a>(
+    experiment: &'a str,
+    outcomes: &'a [claims::ClaimOutcome],
+) -> impl Iterator<Item = String> + 'a {
+    outcomes
+        .iter()
+        .filter(|c| !c.passed)
+        .map(move |c| format!("[FAIL] {experiment}: {}: {}", c.name, c.detail))
 }
 
 fn print_claims(outcomes: &[claims::ClaimOutcome]) {
