@@ -11,7 +11,9 @@
 //! wrong number of fields, a field that is not a number. Numbers the short form does not cover
 //! (more digits, exponents, `inf`) are read here by the general number parser, a line at a time.
 
-use super::{checked_number, finish_line, masks16, short_decimal_parts, LineShape, ParsedChunk};
+use super::{
+    divide_row, finish_line, masks16, parse_fields, short_decimal_parts, LineShape, ParsedChunk,
+};
 
 /// Where a chunk's fields start and end (byte offsets, a field's end exclusive), and for each
 /// line end, how many fields come before it.
@@ -19,6 +21,16 @@ struct FieldIndex {
     starts: Vec<u32>,
     ends: Vec<u32>,
     line_ends: Vec<u32>,
+}
+
+impl FieldIndex {
+    const fn new() -> FieldIndex {
+        FieldIndex {
+            starts: Vec::new(),
+            ends: Vec::new(),
+            line_ends: Vec::new(),
+        }
+    }
 }
 
 /// Bit j set where `block[j]` is a separator (a blank or a newline), where it is a newline,
@@ -52,13 +64,40 @@ fn push_bits(out: &mut Vec<u32>, mut bits: u64, base: u32) {
 thread_local! {
     /// Each thread's index, kept from chunk to chunk: with a new one per chunk (some 2 MB)
     /// the allocator's malloc and free were about 5% of a profile of the read.
-    static INDEX: std::cell::RefCell<FieldIndex> = const {
-        std::cell::RefCell::new(FieldIndex {
-            starts: Vec::new(),
-            ends: Vec::new(),
-            line_ends: Vec::new(),
-        })
-    };
+    static INDEX: std::cell::RefCell<FieldIndex> =
+        const { std::cell::RefCell::new(FieldIndex::new()) };
+}
+
+/// One 64-byte block's fields and line ends into `index`, its first byte at `base`; `carry` is
+/// 1 where the byte before the block is inside a field (and is set for the next block).
+#[inline(always)]
+fn index_block(
+    block: &[u8; 64],
+    base: u32,
+    carry: &mut u64,
+    non_ascii: &mut bool,
+    index: &mut FieldIndex,
+) {
+    let (separators, newlines, high) = masks64(block);
+    *non_ascii |= high;
+    let inside = !separators;
+    let before = (inside << 1) | *carry;
+    let starts = inside & !before;
+    // A separator right after a field's byte is where that field ends.
+    let ends = separators & before;
+    *carry = inside >> 63;
+    let fields_before = index.starts.len();
+    push_bits(&mut index.starts, starts, base);
+    push_bits(&mut index.ends, ends, base);
+    let mut lines = newlines;
+    while lines != 0 {
+        let at = lines.trailing_zeros();
+        let below = (1u64 << at) - 1;
+        index
+            .line_ends
+            .push((fields_before + (starts & below).count_ones() as usize) as u32);
+        lines &= lines - 1;
+    }
 }
 
 /// The fields and line ends of an ASCII chunk into `index`; `false` for a chunk with other
@@ -79,37 +118,19 @@ fn index_fields(b: &[u8], index: &mut FieldIndex) -> bool {
     // 1 where the byte before the current block is inside a field.
     let mut carry = 0u64;
     let mut non_ascii = false;
-    for (k, part) in b.chunks(64).enumerate() {
-        let base = (k * 64) as u32;
-        // The last block padded with blanks: they end its last field and start none.
+    let mut blocks = b.chunks_exact(64);
+    let mut base = 0u32;
+    for block in &mut blocks {
+        let block: &[u8; 64] = block.try_into().unwrap_or(&[b' '; 64]);
+        index_block(block, base, &mut carry, &mut non_ascii, index);
+        base += 64;
+    }
+    // The last bytes padded with blanks: they end its last field and start none.
+    let tail = blocks.remainder();
+    if !tail.is_empty() {
         let mut padded = [b' '; 64];
-        let block: &[u8; 64] = match part.try_into() {
-            Ok(whole) => whole,
-            Err(_) => {
-                padded[..part.len()].copy_from_slice(part);
-                &padded
-            }
-        };
-        let (separators, newlines, high) = masks64(block);
-        non_ascii |= high;
-        let inside = !separators;
-        let before = (inside << 1) | carry;
-        let starts = inside & !before;
-        // A separator right after a field's byte is where that field ends.
-        let ends = separators & before;
-        carry = inside >> 63;
-        let fields_before = index.starts.len();
-        push_bits(&mut index.starts, starts, base);
-        push_bits(&mut index.ends, ends, base);
-        let mut lines = newlines;
-        while lines != 0 {
-            let at = lines.trailing_zeros();
-            let below = (1u64 << at) - 1;
-            index
-                .line_ends
-                .push((fields_before + (starts & below).count_ones() as usize) as u32);
-            lines &= lines - 1;
-        }
+        padded[..tail.len()].copy_from_slice(tail);
+        index_block(&padded, base, &mut carry, &mut non_ascii, index);
     }
     if non_ascii {
         return false;
@@ -293,19 +314,14 @@ fn convert_lines<const AVX2: bool>(
             &mut divisors[done..dim],
         );
         // ASCII, so every field is a str.
-        let word = std::str::from_utf8(field(fields.start)).ok()?;
+        let text = |f: usize| std::str::from_utf8(field(f)).unwrap_or_default();
         if short {
-            // One pass of packed divisions, none waiting on another.
-            for (value, divisor) in row.iter_mut().zip(&divisors) {
-                *value /= *divisor;
-            }
+            divide_row(row, &divisors);
+            finish_line(text(fields.start), dim, shape, &mut out).ok()?;
         } else {
-            for (component, (value, f)) in row.iter_mut().zip(numbers).enumerate() {
-                let text = std::str::from_utf8(field(f)).ok()?;
-                *value = checked_number(text, word, component).ok()?;
-            }
+            // The general reading of the line, as the general reader's.
+            parse_fields(fields.map(text), shape, rows, &mut out).ok()?;
         }
-        finish_line(word, dim, shape, &mut out).ok()?;
     }
     Some(out)
 }
@@ -423,11 +439,7 @@ mod tests {
             source_of_dim: "test",
         };
         let mut rows = vec![0.0; text.len()];
-        let mut index = FieldIndex {
-            starts: Vec::new(),
-            ends: Vec::new(),
-            line_ends: Vec::new(),
-        };
+        let mut index = FieldIndex::new();
         #[cfg(target_arch = "x86_64")]
         let out = if AVX2 {
             if !has_bit_instructions() {
@@ -480,11 +492,7 @@ mod tests {
     fn fields_and_line_ends_are_found_across_block_edges() {
         // Fields straddling the 64-byte edges, runs of blanks, a last line without newline.
         let text = format!("{}x\n\n{} yy zzz\t w", " ".repeat(63), "a".repeat(70));
-        let mut index = FieldIndex {
-            starts: Vec::new(),
-            ends: Vec::new(),
-            line_ends: Vec::new(),
-        };
+        let mut index = FieldIndex::new();
         assert!(index_fields(text.as_bytes(), &mut index));
         let fields: Vec<&str> = index
             .starts

@@ -1070,10 +1070,7 @@ fn parse_lines_fast(
         if ends_line {
             if let Some((ws, we)) = word.take() {
                 finish_line(&text[ws..we], found, shape, out)?;
-                // One pass of packed divisions, none waiting on another.
-                for (value, divisor) in rows[row_start..row_start + dim].iter_mut().zip(&divisors) {
-                    *value /= *divisor;
-                }
+                divide_row(&mut rows[row_start..row_start + dim], &divisors);
                 row_start += dim;
             }
             found = 0;
@@ -1081,6 +1078,15 @@ fn parse_lines_fast(
         }
     }
     Ok(())
+}
+
+/// A row's numerators over their divisors: one pass of packed divisions, none waiting on
+/// another (a division is as slow as the rest of a number's parse).
+#[inline(always)]
+fn divide_row(row: &mut [f64], divisors: &[f64]) {
+    for (value, divisor) in row.iter_mut().zip(divisors) {
+        *value /= *divisor;
+    }
 }
 
 /// Parses a line's fields (the word, then the numbers) into the next row of `rows`.
