@@ -229,6 +229,8 @@ impl TypedFamily for Word2vecFamily {
             "epochs",
             "kept_words_per_epoch",
             "pairs_per_epoch",
+            "context_pairs_per_epoch",
+            "cross_sentence_pair_share",
             "model_bytes_*",
             "input_rows_read_per_epoch",
             "output_rows_read_per_epoch",
@@ -679,6 +681,8 @@ pub fn measurement(corpus: &Corpus, params: &TrainParams, out: &TrainOutput) -> 
     let written = traffic.bytes_written(params.dim) as f64 / epochs;
     let pairs: u64 = out.epochs.iter().map(|e| e.pairs).sum();
     let kept: u64 = out.epochs.iter().map(|e| e.kept_words).sum();
+    let context_pairs: u64 = out.epochs.iter().map(|e| e.context_pairs).sum();
+    let cross: u64 = out.epochs.iter().map(|e| e.cross_sentence_pairs).sum();
     let gflop_per_s = if out.seconds > 0.0 {
         out.flops / out.seconds / 1e9
     } else {
@@ -693,6 +697,16 @@ pub fn measurement(corpus: &Corpus, params: &TrainParams, out: &TrainOutput) -> 
         ("epochs".to_string(), out.epochs_completed as f64),
         ("kept_words_per_epoch".to_string(), kept as f64 / epochs),
         ("pairs_per_epoch".to_string(), pairs as f64 / epochs),
+        (
+            "context_pairs_per_epoch".to_string(),
+            context_pairs as f64 / epochs,
+        ),
+        // FULL-W2V Section 4.1: the pairings a stream that ignores sentence delimiters adds,
+        // over those it would form respecting them (0 for the variants that do).
+        (
+            "cross_sentence_pair_share".to_string(),
+            cross as f64 / (context_pairs - cross).max(1) as f64,
+        ),
         ("model_bytes_read_per_epoch".to_string(), read),
         ("model_bytes_written_per_epoch".to_string(), written),
         ("model_bytes_per_epoch".to_string(), read + written),

@@ -291,7 +291,8 @@ fn union_over_ranks(
 }
 
 /// The counters of a run that add up over ranks, in a fixed order: words and flops, then per
-/// epoch the words, kept words, pairs and model traffic (integers are exact in an `f64`).
+/// epoch the words, kept words, pairs, context and cross-sentence pairings and model traffic
+/// (integers are exact in an `f64`).
 fn counters(out: &TrainOutput) -> Vec<f64> {
     let mut c = vec![out.words_processed as f64, out.flops];
     for e in &out.epochs {
@@ -301,6 +302,8 @@ fn counters(out: &TrainOutput) -> Vec<f64> {
                 e.words,
                 e.kept_words,
                 e.pairs,
+                e.context_pairs,
+                e.cross_sentence_pairs,
                 t.input_rows_read,
                 t.input_rows_written,
                 t.output_rows_read,
@@ -317,9 +320,11 @@ fn counters(out: &TrainOutput) -> Vec<f64> {
 fn set_whole_job(out: &mut TrainOutput, sums: &[f64], seconds: f64) {
     out.words_processed = sums[0] as u64;
     out.flops = sums[1];
-    for (e, c) in out.epochs.iter_mut().zip(sums[2..].chunks_exact(7)) {
-        let [words, kept, pairs, ir, iw, or, ow] = [c[0], c[1], c[2], c[3], c[4], c[5], c[6]];
+    for (e, c) in out.epochs.iter_mut().zip(sums[2..].chunks_exact(9)) {
+        let [words, kept, pairs, context, cross, ir, iw, or, ow] =
+            [c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]];
         (e.words, e.kept_words, e.pairs) = (words as u64, kept as u64, pairs as u64);
+        (e.context_pairs, e.cross_sentence_pairs) = (context as u64, cross as u64);
         e.traffic = Traffic {
             input_rows_read: ir as u64,
             input_rows_written: iw as u64,

@@ -308,10 +308,7 @@ pub(crate) fn train_shard(
         }
         let mut stats = EpochStats::default();
         for s in &states {
-            stats.words += s.stats.words;
-            stats.kept_words += s.stats.kept_words;
-            stats.pairs += s.stats.pairs;
-            stats.traffic.add(&s.stats.traffic);
+            stats.add_counts(&s.stats);
         }
         stats.seconds = epoch_start.elapsed().as_secs_f64();
         epochs.push(stats);

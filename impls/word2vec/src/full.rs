@@ -28,7 +28,7 @@
 //! Arithmetic is the same `6 d` flops per (context, target) pair, now `2 W_f m` pairs per word.
 
 use crate::batch;
-use crate::corpus::Corpus;
+use crate::corpus::{Corpus, MAX_SENTENCE_WORDS};
 use crate::driver::{self, ChunkKernel, Shared, ThreadState};
 use crate::model::HogwildMatrix;
 use crate::problem::{Control, EpochReport, EpochStats, TrainOutput, TrainParams, W2vError};
@@ -68,6 +68,10 @@ pub fn fixed_half_window(window: usize) -> usize {
 trait WindowSource {
     /// The next kept word, `None` at the end of the stream.
     fn next_word(&mut self, stats: &mut EpochStats) -> Option<u32>;
+    /// The word2vec.c sentence of the word `next_word` returned last, as a number that changes
+    /// where a sentence does (the stream ignores sentences; this only counts the pairings
+    /// that cross one).
+    fn sentence(&self) -> u64;
     /// `center` followed by the negatives of its window.
     fn targets(&mut self, center: u32, out: &mut Vec<u32>);
     fn alpha(&self) -> f32;
@@ -83,6 +87,20 @@ struct CorpusSource<'a, 'b> {
     end: usize,
     since_tick: u64,
     alpha: f32,
+    /// word2vec.c's sentences, as [`driver::Sentences`] cuts them: the current one's number
+    /// and kept words, whether a line ended since its last word, and the next line end
+    /// (`usize::MAX` past the last) with its index.
+    sentence: u64,
+    sentence_kept: usize,
+    line_ended: bool,
+    line: usize,
+    line_end: usize,
+}
+
+impl CorpusSource<'_, '_> {
+    fn line_end(shared: &Shared, line: usize) -> usize {
+        shared.line_ends.get(line).copied().unwrap_or(usize::MAX)
+    }
 }
 
 impl WindowSource for CorpusSource<'_, '_> {
@@ -93,6 +111,11 @@ impl WindowSource for CorpusSource<'_, '_> {
             self.pos += 1;
             self.since_tick += 1;
             stats.words += 1;
+            let at_line_end = self.pos == self.line_end;
+            if at_line_end {
+                self.line += 1;
+                self.line_end = Self::line_end(self.shared, self.line);
+            }
             if self.since_tick == WORDS_PER_TICK {
                 self.alpha = self.shared.advance(self.since_tick);
                 self.since_tick = 0;
@@ -101,10 +124,22 @@ impl WindowSource for CorpusSource<'_, '_> {
                 }
             }
             if self.shared.subsampler.keep(w, self.rng) {
+                if self.line_ended || self.sentence_kept == MAX_SENTENCE_WORDS {
+                    self.sentence += 1;
+                    self.sentence_kept = 0;
+                }
+                // A line's last word is in the line's sentence; the next kept word is not.
+                self.line_ended = at_line_end;
+                self.sentence_kept += 1;
                 return Some(w);
             }
+            self.line_ended |= at_line_end;
         }
         None
+    }
+
+    fn sentence(&self) -> u64 {
+        self.sentence
     }
 
     #[inline(always)]
@@ -137,6 +172,7 @@ pub(crate) fn run_chunk<C: ContextRows>(
     range: Range<usize>,
     state: &mut ThreadState,
 ) {
+    let line = shared.line_ends.partition_point(|&e| e <= range.start);
     let mut source = CorpusSource {
         shared,
         rng: &mut state.rng,
@@ -144,6 +180,11 @@ pub(crate) fn run_chunk<C: ContextRows>(
         end: range.end,
         since_tick: 0,
         alpha: shared.advance(0),
+        sentence: 0,
+        sentence_kept: 0,
+        line_ended: false,
+        line,
+        line_end: CorpusSource::line_end(shared, line),
     };
     let half = fixed_half_window(shared.window);
     run_stream_dispatch::<_, C>(
@@ -302,8 +343,10 @@ fn slot_range(pos: usize, slots: usize, dim: usize) -> Range<usize> {
 struct Window<C> {
     dim: usize,
     slots: usize,
-    /// Slot `p % slots` holds the word at stream position `p` while it is in a window.
+    /// Slot `p % slots` holds the word at stream position `p` while it is in a window, and
+    /// its word2vec.c sentence.
     words: Vec<u32>,
+    sentences: Vec<u64>,
     /// The context rows.
     rows: C,
     /// The window's targets, its contexts' and targets' rows side by side, the `n x m` errors,
@@ -340,6 +383,7 @@ fn run_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
         dim: d,
         slots,
         words: vec![0; slots],
+        sentences: vec![0; slots],
         rows: C::new(d, half),
         targets: Vec::with_capacity(negative + 1),
         batch_x: vec![0.0; 2 * half * d],
@@ -353,6 +397,7 @@ fn run_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
     let mut left = 0usize;
     while let Some(w) = source.next_word(stats) {
         win.words[entered % slots] = w;
+        win.sentences[entered % slots] = source.sentence();
         win.rows.enter(entered, w, input, stats);
         stats.kept_words += 1;
         entered += 1;
@@ -436,7 +481,9 @@ fn window<const FMA: bool, S: WindowSource, C: ContextRows>(
     // The window's contexts side by side (from where `C` keeps them) and its targets' rows
     // (read from the model once): one batch of products, as in `gemm`.
     let mut n = 0;
+    let center_sentence = win.sentences[center % win.slots];
     for q in (lo..=hi).filter(|&q| q != center) {
+        stats.cross_sentence_pairs += u64::from(win.sentences[q % win.slots] != center_sentence);
         let w = win.word(q);
         let dest = &mut win.batch_x[n * d..(n + 1) * d];
         win.rows.load(q, w, input, dest, stats);
@@ -465,6 +512,7 @@ fn window<const FMA: bool, S: WindowSource, C: ContextRows>(
         start = end;
     }
     stats.pairs += n as u64 * targets.len() as u64;
+    stats.context_pairs += n as u64;
     stats.traffic.output_rows_read += targets.len() as u64;
     stats.traffic.output_rows_written += targets.len() as u64;
     win.targets = targets;
@@ -491,6 +539,10 @@ impl WindowSource for FixedSource<'_> {
         self.pos += 1;
         stats.words += 1;
         Some(w)
+    }
+    /// The fixed streams are one sentence.
+    fn sentence(&self) -> u64 {
+        0
     }
     fn targets(&mut self, center: u32, out: &mut Vec<u32>) {
         out.clear();

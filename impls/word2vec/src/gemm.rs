@@ -120,6 +120,7 @@ fn run_chunk<const FMA: bool>(shared: &Shared, range: Range<usize>, state: &mut 
             if contexts.is_empty() {
                 continue;
             }
+            state.stats.context_pairs += contexts.len() as u64;
             targets.clear();
             targets.push(center);
             for _ in 0..shared.negative {

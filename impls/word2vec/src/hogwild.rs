@@ -138,6 +138,7 @@ fn pair_update<const FMA: bool>(
     add(gradient, unsafe { input.row_mut(context) });
     let n = targets.len() as u64;
     stats.pairs += n;
+    stats.context_pairs += 1;
     stats.traffic.input_rows_read += 1;
     stats.traffic.input_rows_written += 1;
     stats.traffic.output_rows_read += n;

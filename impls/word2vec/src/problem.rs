@@ -226,10 +226,28 @@ pub struct EpochStats {
     pub kept_words: u64,
     /// (context word, target) dot products: positive and negative examples.
     pub pairs: u64,
+    /// (center, context) word pairings: the positive examples.
+    pub context_pairs: u64,
+    /// The pairings among them whose two words lie in different word2vec.c sentences (a
+    /// line, cut every [`crate::corpus::MAX_SENTENCE_WORDS`] kept words). Only `full` and
+    /// `full-register`, which read the corpus as one stream, form any (FULL-W2V Section 4.1).
+    pub cross_sentence_pairs: u64,
     /// Model rows moved during the epoch.
     pub traffic: Traffic,
     /// Wall seconds of the epoch.
     pub seconds: f64,
+}
+
+impl EpochStats {
+    /// Adds another thread's counts (the seconds are the epoch's, not summed).
+    pub(crate) fn add_counts(&mut self, other: &EpochStats) {
+        self.words += other.words;
+        self.kept_words += other.kept_words;
+        self.pairs += other.pairs;
+        self.context_pairs += other.context_pairs;
+        self.cross_sentence_pairs += other.cross_sentence_pairs;
+        self.traffic.add(&other.traffic);
+    }
 }
 
 /// The trained model and what the harness records about the run.

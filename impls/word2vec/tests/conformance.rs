@@ -725,6 +725,11 @@ fn pairs_and_flops_follow_a_hand_count_on_tiny_corpora() {
             ..small_params()
         };
         let sentence_pairs: u64 = lengths.iter().map(|&l| pairs_in_stretch(l, 1)).sum();
+        let full_reach = window.div_ceil(2);
+        let full_within_lines: u64 = lengths
+            .iter()
+            .map(|&l| pairs_in_stretch(l, full_reach))
+            .sum();
         for case in cases() {
             let name = format!("{} (window {window}, {negative} negatives)", case.label);
             let ranks = if case.alpha_scale > 1.0 { 2 } else { 1 };
@@ -757,18 +762,81 @@ fn pairs_and_flops_follow_a_hand_count_on_tiny_corpora() {
                 _ => sentence_pairs,
             };
             assert!(half_lines > 0 && expected > 0);
+            // The pairings `full` forms across a line end: those of its stream less those
+            // inside the lines (the shards split at a line end, so no line spans two).
+            let cross = match case.inner {
+                "full" | "full-register" => expected - full_within_lines,
+                _ => 0,
+            };
             let out = train(trainer.as_ref(), &corpus, &params);
             assert_eq!(out.epochs.len(), epochs, "{name}");
             for (e, stats) in out.epochs.iter().enumerate() {
                 assert_eq!(stats.words, n as u64, "{name}: epoch {e} words");
                 assert_eq!(stats.kept_words, n as u64, "{name}: epoch {e} kept words");
                 assert_eq!(stats.pairs, expected, "{name}: epoch {e} pairs");
+                // One target per window here, so every pair is a (center, context) pairing.
+                assert_eq!(stats.context_pairs, expected, "{name}: epoch {e} pairings");
+                assert_eq!(
+                    stats.cross_sentence_pairs, cross,
+                    "{name}: epoch {e} cross-sentence pairings"
+                );
             }
             // 6 d flops per pair: the dot product, the context's gradient and the target's
             // update, d multiply-adds each.
             let flops = 6.0 * params.dim as f64 * (epochs as u64 * expected) as f64;
             assert_eq!(out.flops, flops, "{name}: flops");
         }
+    }
+}
+
+#[test]
+fn full_counts_the_pairings_across_word2vec_c_sentence_cuts() {
+    // One line of 2,500 words: word2vec.c cuts it into sentences of 1000, 1000 and 500 words.
+    // `full`'s stream runs across both cuts, and each cut adds the pairings of words within
+    // the half-window on either side of it: 2 (1 + 2 + ... + W_f) = W_f (W_f + 1). Two more
+    // lines (of 3 and 1 words) end the corpus; each line end is a cut as well.
+    let lengths = [2500usize, 3, 1];
+    let corpus = corpus_of_lines(&lengths, 40);
+    let n: usize = lengths.iter().sum();
+    for (window, half) in [(1usize, 1usize), (4, 2), (5, 3)] {
+        let params = TrainParams {
+            dim: 8,
+            window,
+            negative: 2,
+            sample: 0.0,
+            epochs: 1,
+            ..small_params()
+        };
+        let sentences = [1000usize, 1000, 500, 3, 1];
+        let within: u64 = sentences.iter().map(|&l| pairs_in_stretch(l, half)).sum();
+        let stream = pairs_in_stretch(n, half);
+        for name in ["full", "full-register"] {
+            let v = variants().into_iter().find(|v| v.name() == name).unwrap();
+            let stats = train(v.as_ref(), &corpus, &params).epochs[0];
+            assert_eq!(
+                stats.context_pairs, stream,
+                "{name}, window {window}: pairings"
+            );
+            assert_eq!(
+                stats.cross_sentence_pairs,
+                stream - within,
+                "{name}, window {window}: pairings across a cut"
+            );
+        }
+        // By hand, the same from the cuts: the cuts between the 1000-, 1000-, 500- and 3-word
+        // sentences add W_f (W_f + 1) each (both sides have W_f words); the cut before the
+        // 1-word sentence adds 2 min(3, W_f) (its word pairs with the line before's last
+        // words), and no pairing reaches across two cuts. Windows 1, 4, 5: 8, 22 and 42.
+        let by_cut = (3 * half * (half + 1) + 2 * half.min(3)) as u64;
+        assert_eq!(stream - within, by_cut, "window {window}");
+        assert_eq!(by_cut, [8, 22, 42][half - 1]);
+    }
+    // The sentence-respecting variants never form one.
+    for name in ["hogwild", "gemm"] {
+        let v = variants().into_iter().find(|v| v.name() == name).unwrap();
+        let stats = train(v.as_ref(), &corpus, &small_params()).epochs[0];
+        assert!(stats.context_pairs > 0, "{name}");
+        assert_eq!(stats.cross_sentence_pairs, 0, "{name}");
     }
 }
 
