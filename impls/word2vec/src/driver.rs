@@ -332,6 +332,11 @@ pub(crate) fn train_shard(
     })
 }
 
+/// The index in `shared.line_ends` of the first line end after corpus position `pos`.
+pub(crate) fn first_line_end_after(shared: &Shared, pos: usize) -> usize {
+    shared.line_ends.partition_point(|&e| e <= pos)
+}
+
 /// Cuts a thread's slice into word2vec.c sentences: the kept words (after subsampling) of one
 /// line, at most [`MAX_SENTENCE_WORDS`] of them.
 pub(crate) struct Sentences {
@@ -343,7 +348,7 @@ pub(crate) struct Sentences {
 
 impl Sentences {
     pub fn new(shared: &Shared, range: Range<usize>) -> Sentences {
-        let line = shared.line_ends.partition_point(|&e| e <= range.start);
+        let line = first_line_end_after(shared, range.start);
         Sentences {
             pos: range.start,
             end: range.end,

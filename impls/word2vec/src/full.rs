@@ -172,7 +172,7 @@ pub(crate) fn run_chunk<C: ContextRows>(
     range: Range<usize>,
     state: &mut ThreadState,
 ) {
-    let line = shared.line_ends.partition_point(|&e| e <= range.start);
+    let line = driver::first_line_end_after(shared, range.start);
     let mut source = CorpusSource {
         shared,
         rng: &mut state.rng,
