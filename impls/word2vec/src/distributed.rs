@@ -320,9 +320,9 @@ fn counters(out: &TrainOutput) -> Vec<f64> {
 fn set_whole_job(out: &mut TrainOutput, sums: &[f64], seconds: f64) {
     out.words_processed = sums[0] as u64;
     out.flops = sums[1];
-    for (e, c) in out.epochs.iter_mut().zip(sums[2..].chunks_exact(9)) {
-        let [words, kept, pairs, context, cross, ir, iw, or, ow] =
-            [c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]];
+    for (e, &[words, kept, pairs, context, cross, ir, iw, or, ow]) in
+        out.epochs.iter_mut().zip(sums[2..].as_chunks::<9>().0)
+    {
         (e.words, e.kept_words, e.pairs) = (words as u64, kept as u64, pairs as u64);
         (e.context_pairs, e.cross_sentence_pairs) = (context as u64, cross as u64);
         e.traffic = Traffic {

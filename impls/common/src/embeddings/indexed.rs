@@ -118,15 +118,13 @@ fn index_fields(b: &[u8], index: &mut FieldIndex) -> bool {
     // 1 where the byte before the current block is inside a field.
     let mut carry = 0u64;
     let mut non_ascii = false;
-    let mut blocks = b.chunks_exact(64);
+    let (blocks, tail) = b.as_chunks::<64>();
     let mut base = 0u32;
-    for block in &mut blocks {
-        let block: &[u8; 64] = block.try_into().unwrap_or(&[b' '; 64]);
+    for block in blocks {
         index_block(block, base, &mut carry, &mut non_ascii, index);
         base += 64;
     }
     // The last bytes padded with blanks: they end its last field and start none.
-    let tail = blocks.remainder();
     if !tail.is_empty() {
         let mut padded = [b' '; 64];
         padded[..tail.len()].copy_from_slice(tail);
