@@ -1122,6 +1122,7 @@ mod tests {
             params: BTreeMap::new(),
             sweep: BTreeMap::new(),
             repetitions: 5,
+            interleave_points: false,
             warmup: 0,
             quick: None,
             equivalence: Some(EquivalenceConfig {

@@ -10,7 +10,7 @@
 //! pipeline in tests without any real timing.
 
 use crate::analysis::claims::{self, ClaimOutcome};
-use crate::exec::executor::{Executor, PerPoint};
+use crate::exec::executor::{Executor, OpenPoint, PerPoint};
 use crate::experiment::plan::Plan;
 use crate::family::{Measurement, Params, ResultRow, TraceRow};
 use crate::results;
@@ -113,6 +113,49 @@ fn schedule(order: &[String], warmup: usize, reps: usize, interleave: bool) -> V
     warmups.chain(rounds).collect()
 }
 
+/// The runs of `points` points (numbered from 0 in the group) run together, each batch with its
+/// point. One point: its [`schedule`]. Several (interleaved, `interleave_points`): every point's
+/// warm-ups, then round `k` runs repetition `k` of every variant at every point, so a claim that
+/// compares points (a `scaling` over a parameter) sees a drift of the machine fall on them alike.
+fn group_schedule(
+    points: usize,
+    order: &[String],
+    warmup: usize,
+    reps: usize,
+    interleave: bool,
+) -> Vec<(usize, Batch)> {
+    if points == 1 {
+        return schedule(order, warmup, reps, interleave)
+            .into_iter()
+            .map(|b| (0, b))
+            .collect();
+    }
+    let per_point: Vec<Vec<Batch>> = (0..points)
+        .map(|_| schedule(order, warmup, reps, true))
+        .collect();
+    let warmups = per_point.iter().enumerate().flat_map(|(p, bs)| {
+        bs.iter()
+            .filter(|b| b.warmups > 0)
+            .map(move |b| (p, b.clone()))
+    });
+    let rounds = (0..reps).flat_map(|k| {
+        per_point.iter().enumerate().flat_map(move |(p, bs)| {
+            bs.iter()
+                .filter(move |b| b.repetitions.start == k && !b.repetitions.is_empty())
+                .map(move |b| (p, b.clone()))
+        })
+    });
+    warmups.chain(rounds).collect()
+}
+
+/// A point of the group being run: its executor's open point and the reference's output.
+struct Running<'a> {
+    index: usize,
+    label: String,
+    open: Box<dyn OpenPoint + 'a>,
+    reference: Option<Vec<f64>>,
+}
+
 fn describe(point: &Params) -> String {
     point
         .iter()
@@ -178,6 +221,7 @@ pub fn run_with(
     let bar = Progress::new(mode, total, "runs", &cfg.name);
     let mut resumed_points = 0;
 
+    let mut todo = Vec::new();
     for (index, point) in plan.points.iter().enumerate() {
         let done: BTreeSet<(String, usize)> = rows
             .iter()
@@ -190,24 +234,55 @@ pub fn run_with(
         {
             resumed_points += 1;
             bar.inc(runs_per_point as u64);
-            continue;
+        } else {
+            todo.push(index);
         }
-        // A partially recorded point is rerun whole, so its repetitions come from one session.
-        rows.retain(|r| r.point != index);
-        traces.retain(|t| t.point != index);
-        let label = describe(point);
-        bar.message(|| {
-            format!(
-                "point {}/{} {label}: preparing",
-                index + 1,
-                plan.points.len()
-            )
-        });
-        let mut open = executor
-            .open(plan, index)
-            .with_context(|| format!("point {} ({label})", index + 1))?;
-        let mut reference: Option<Vec<f64>> = None;
-        for batch in schedule(&order, cfg.warmup, reps, open.interleaves()) {
+    }
+    // A partially recorded point is rerun whole, so its repetitions come from one session.
+    rows.retain(|r| !todo.contains(&r.point));
+    traces.retain(|t| !todo.contains(&t.point));
+    // Interleaved points are prepared together and run in rounds; otherwise one at a time, so
+    // only one point's input is held.
+    let groups: Vec<Vec<usize>> = if cfg.interleave_points {
+        vec![todo]
+    } else {
+        todo.into_iter().map(|i| vec![i]).collect()
+    };
+    for group in groups.iter().filter(|g| !g.is_empty()) {
+        let mut running = Vec::with_capacity(group.len());
+        for &index in group {
+            let label = describe(&plan.points[index]);
+            bar.message(|| {
+                format!(
+                    "point {}/{} {label}: preparing",
+                    index + 1,
+                    plan.points.len()
+                )
+            });
+            let open = executor
+                .open(plan, index)
+                .with_context(|| format!("point {} ({label})", index + 1))?;
+            running.push(Running {
+                index,
+                label,
+                open,
+                reference: None,
+            });
+        }
+        let interleaves = running.iter().all(|r| r.open.interleaves());
+        if running.len() > 1 && !interleaves {
+            bail!(
+                "`interleave_points` needs every point to run in this process (no `backend: mpi`)"
+            );
+        }
+        for (slot, batch) in group_schedule(running.len(), &order, cfg.warmup, reps, interleaves) {
+            let Running {
+                index,
+                label,
+                open,
+                reference,
+            } = &mut running[slot];
+            let (index, point) = (*index, &plan.points[*index]);
             let variant = &batch.variant;
             bar.message(|| {
                 format!(
@@ -236,7 +311,7 @@ pub fn run_with(
                     .equivalence
                     .as_ref()
                     .is_some_and(|e| e.reference == *variant);
-                let equiv_rel_error = match (&cfg.equivalence, &reference) {
+                let equiv_rel_error = match (&cfg.equivalence, &*reference) {
                     (Some(_), Some(r)) if !is_reference => Some(relative_error(&m.output, r)),
                     (Some(_), _) if is_reference && repetition > 0 => {
                         reference.as_ref().map(|r| relative_error(&m.output, r))
@@ -244,7 +319,7 @@ pub fn run_with(
                     _ => None,
                 };
                 if is_reference && repetition == 0 {
-                    reference = Some(m.output.clone());
+                    *reference = Some(m.output.clone());
                 }
                 traces.extend(m.trace.into_iter().map(|t| TraceRow {
                     experiment: cfg.name.clone(),
@@ -395,6 +470,21 @@ mod tests {
             flat(&schedule(&order, 0, 2, true)),
             ["a:0", "b:0", "a:1", "b:1"]
         );
+        // Several points interleaved: every warm-up, then each round across the points.
+        let flat_group = |points| {
+            group_schedule(points, &order, 1, 2, true)
+                .into_iter()
+                .flat_map(|(p, b)| flat(&[b]).into_iter().map(move |r| format!("{p}{r}")))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            flat_group(2),
+            [
+                "0a:w", "0b:w", "1a:w", "1b:w", "0a:0", "0b:0", "1a:0", "1b:0", "0a:1", "0b:1",
+                "1a:1", "1b:1"
+            ]
+        );
+        assert_eq!(flat_group(1)[..3], ["0a:w", "0b:w", "0a:0"]);
         // A launch takes each variant's runs at once.
         assert_eq!(
             flat(&schedule(&order, 1, 2, false)),

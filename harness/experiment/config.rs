@@ -37,6 +37,12 @@ pub struct ExperimentConfig {
     pub sweep: BTreeMap<String, Vec<Value>>,
     #[serde(default = "default_repetitions")]
     pub repetitions: usize,
+    /// Run the points in rounds (round `k`: repetition `k` of every variant at every point)
+    /// instead of one after another, so claims that compare points see a drift of the machine
+    /// fall on them alike. Every point's input is prepared at once and held; points must run
+    /// in this process (no `backend: mpi`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interleave_points: bool,
     #[serde(default)]
     pub warmup: usize,
     /// Overrides applied by `--quick` (CI-sized runs).

@@ -206,6 +206,16 @@ pub fn build_from_str(
             Some("put the peers in an experiment without `backend: mpi` points".to_string()),
         );
     }
+    if config.interleave_points && points.iter().any(is_mpi_point) {
+        let at = v.at(&top("interleave_points"));
+        v.push(
+            at,
+            "`interleave_points` runs every point in this process, round by round, but some \
+             points have `backend: mpi`"
+                .to_string(),
+            Some("leave `interleave_points` out of experiments with MPI points".to_string()),
+        );
+    }
     // Reading order: by line, problems without a line last.
     v.problems
         .sort_by_key(|p| (p.line.is_none(), p.line, p.column));

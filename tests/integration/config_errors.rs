@@ -407,6 +407,25 @@ fn an_mpi_backend_without_a_launcher_is_rejected() {
 }
 
 #[test]
+fn interleaved_points_cannot_include_mpi_points() {
+    let text = edit("threads: [1, 2]", "  backend: [local, mpi]")
+        + "launcher:\n  command: mpirun\ninterleave_points: true\n";
+    let (err, _dir, _) = plan_error(&text, None);
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("interleave_points"))
+        .unwrap()
+        + 1;
+    assert_contains(
+        &err,
+        &[
+            &format!("fig8.yaml:{line}:"),
+            "`interleave_points` runs every point in this process",
+        ],
+    );
+}
+
+#[test]
 fn an_unknown_backend_is_rejected() {
     let text = edit("threads: [1, 2]", "  backend: [local, gpu]");
     let (err, _dir, _) = plan_error(&text, None);

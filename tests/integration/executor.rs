@@ -137,3 +137,43 @@ fn a_failed_run_keeps_the_finished_points_and_a_resume_completes_the_sweep() {
     let fresh = runner::run(&plan, &fresh_dir, false, ProgressMode::Silent).unwrap();
     assert_eq!(untimed(&resumed.rows), untimed(&fresh.rows));
 }
+
+#[test]
+fn interleaved_points_run_in_rounds_and_record_what_one_after_another_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mock.yaml");
+    std::fs::write(&file, format!("{MOCK}interleave_points: true\n")).unwrap();
+    let plan = plan::build(&file, false, None).unwrap();
+    assert!(plan.config.interleave_points);
+    let executor = Scripted::new(|p, v: &str, r| Ok(scripted(p, v, r)));
+    let run_dir = dir.path().join("run");
+    let summary = runner::run_with(&plan, &run_dir, false, ProgressMode::Silent, &executor)
+        .expect("the interleaved sweep runs");
+    assert_eq!(executor.runs_taken(), 3 * 2 * 3);
+    // Runs 0-5: the warm-ups, point by point (slow, fast); then round k runs repetition k of
+    // slow and fast at points 0, 1, 2: run 6 + 6k + 2p + (fast).
+    for row in &summary.rows {
+        let run = row.metrics["run"] as usize;
+        let variant_index = usize::from(row.variant == "fast");
+        assert_eq!(
+            run,
+            6 + 6 * row.repetition + 2 * row.point + variant_index,
+            "{row:?}"
+        );
+        let expected_error = (row.variant == "fast" && row.point == 1).then_some(1e-6);
+        match (row.equiv_rel_error, expected_error) {
+            (Some(e), Some(want)) => assert!((e - want).abs() < 1e-12, "{row:?}"),
+            (Some(e), None) => assert_eq!(e, 0.0, "{row:?}"),
+            (None, _) => assert_eq!(row.variant, "slow", "{row:?}"),
+        }
+    }
+    assert_eq!(results::read_rows(&run_dir).unwrap(), summary.rows);
+    let apart = runner::run(
+        &plan_in(dir.path()),
+        &dir.path().join("apart"),
+        false,
+        ProgressMode::Silent,
+    )
+    .unwrap();
+    assert_eq!(untimed(&summary.rows), untimed(&apart.rows));
+}

@@ -255,6 +255,19 @@ impl Embeddings {
                 values: vecs.len(),
             });
         }
+        let index = Embeddings::index_words(&words)?;
+        Ok(Embeddings {
+            words,
+            dim,
+            vecs,
+            index,
+        })
+    }
+
+    /// The word -> row map of a table's words, checked as [`Embeddings::new`] says: words
+    /// distinct, non-empty and without whitespace. Apart from the values, so a reader can build
+    /// it while the values still arrive.
+    pub(crate) fn index_words(words: &[String]) -> Result<HashMap<String, u32>, EmbeddingsError> {
         let mut index = HashMap::with_capacity(words.len());
         for (i, w) in words.iter().enumerate() {
             if w.is_empty() || w.chars().any(char::is_whitespace) {
@@ -272,12 +285,7 @@ impl Embeddings {
             }
             index.insert(w.clone(), i as u32);
         }
-        Ok(Embeddings {
-            words,
-            dim,
-            vecs,
-            index,
-        })
+        Ok(index)
     }
 
     /// A seeded table of `words` words (`w0`, `w1`, ...) of dimension `dim`, components uniform
