@@ -32,7 +32,7 @@
 use crate::driver::{self, ChunkKernel, SegmentEnd, Segments};
 use crate::model::initial_input_vectors;
 use crate::problem::{Control, EpochReport, Traffic, TrainOutput, TrainParams, W2vError};
-use crate::{Corpus, Full, FullRegister, Gemm, Hogwild, Par, Trainer};
+use crate::{Bidmach, Corpus, Full, FullRegister, Gemm, Hogwild, Par, Trainer};
 use parbench_common::comm::threads::run_threads;
 use parbench_common::comm::{CommError, CommStats, Communicator, Phase};
 use parbench_common::par::spawn_scoped;
@@ -95,8 +95,9 @@ fn kernel(inner: &str) -> Result<&'static dyn ChunkKernel, W2vError> {
         "gemm" => Ok(&Gemm),
         "full" => Ok(&Full),
         "full-register" => Ok(&FullRegister),
+        "bidmach" => Ok(&Bidmach),
         other => Err(W2vError::Exchange(format!(
-            "unknown inner variant {other}: use hogwild, gemm, full or full-register"
+            "unknown inner variant {other}: use hogwild, gemm, full, full-register or bidmach"
         ))),
     }
 }
@@ -105,8 +106,8 @@ fn comm_error(e: CommError) -> W2vError {
     W2vError::Exchange(e.to_string())
 }
 
-/// Trains this rank's share of `corpus` with `inner` (`hogwild`, `gemm`, `full` or
-/// `full-register`) and `par.degree()` threads, exchanging with the other ranks of `comm` as
+/// Trains this rank's share of `corpus` with `inner` (`hogwild`, `gemm`, `full`,
+/// `full-register` or `bidmach`) and `par.degree()` threads, exchanging with the other ranks of `comm` as
 /// `sync` says. Every rank calls it with the same arguments. `progress` reports this rank's own
 /// progress. A thread the system refuses ends this rank's run with [`W2vError::Threads`].
 pub fn train_rank(
@@ -423,8 +424,8 @@ pub fn train_job(
 /// rank's run: the ranks average the whole model there and return what they trained.
 #[derive(Clone, Debug)]
 pub struct Distributed {
-    /// The shared-memory variant each rank trains with (`hogwild`, `gemm`, `full` or
-    /// `full-register`).
+    /// The shared-memory variant each rank trains with (`hogwild`, `gemm`, `full`,
+    /// `full-register` or `bidmach`).
     pub inner: String,
     /// In-process ranks (at least 1).
     pub ranks: usize,

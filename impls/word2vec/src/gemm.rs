@@ -96,8 +96,33 @@ unsafe fn run_chunk_fma(shared: &Shared, range: Range<usize>, state: &mut Thread
 
 #[inline(always)]
 fn run_chunk<const FMA: bool>(shared: &Shared, range: Range<usize>, state: &mut ThreadState) {
+    let mut scratch = Scratch::new(shared.dim, 2 * shared.window, shared.negative + 1);
+    for_each_batch(shared, range, state, |contexts, targets, alpha, stats| {
+        batch_update::<FMA>(
+            &shared.input,
+            &shared.output,
+            contexts,
+            targets,
+            alpha,
+            &shared.sigmoid,
+            &mut scratch,
+            stats,
+        )
+    });
+}
+
+/// The batches of a chunk, as pWord2Vec forms them, each handed to `update` with the rate
+/// then: for every kept center word, its context words within a reduced window (drawn as in
+/// `hogwild`) and its targets, the center then K negatives drawn once for the whole window (a
+/// draw equal to the center skipped). Shared by the variants that batch this way.
+#[inline(always)]
+pub(crate) fn for_each_batch(
+    shared: &Shared,
+    range: Range<usize>,
+    state: &mut ThreadState,
+    mut update: impl FnMut(&[u32], &[u32], f32, &mut EpochStats),
+) {
     let window = shared.window;
-    let mut scratch = Scratch::new(shared.dim, 2 * window, shared.negative + 1);
     let mut sentence = Vec::with_capacity(crate::corpus::MAX_SENTENCE_WORDS);
     let mut contexts: Vec<u32> = Vec::with_capacity(2 * window);
     let mut targets: Vec<u32> = Vec::with_capacity(shared.negative + 1);
@@ -129,16 +154,7 @@ fn run_chunk<const FMA: bool>(shared: &Shared, range: Range<usize>, state: &mut 
                     targets.push(t);
                 }
             }
-            batch_update::<FMA>(
-                &shared.input,
-                &shared.output,
-                &contexts,
-                &targets,
-                alpha,
-                &shared.sigmoid,
-                &mut scratch,
-                &mut state.stats,
-            );
+            update(&contexts, &targets, alpha, &mut state.stats);
         }
         alpha = shared.advance(consumed);
     }

@@ -22,6 +22,8 @@
 //!   vectors held in a ring buffer for their lifetime in the window.
 //! - [`FullRegister`] (`full-register`): FULL-W2V's ablation FULL-Register, `full` without the
 //!   ring buffer: every window reads its context rows from the model and writes them back.
+//! - [`Bidmach`] (`bidmach`): BIDMach's CPU scheme, `gemm`'s batches as matrix-vector products
+//!   one output row at a time, positives then negatives, with no blocking (pWord2Vec III-D).
 //!
 //! [`Distributed`] (`distributed`, pWord2Vec's data parallelism) also implements [`Trainer`]:
 //! every rank (in-process, or an MPI process through [`distributed::train_rank`]) runs one of
@@ -73,6 +75,7 @@
 #![warn(missing_docs)]
 
 mod batch;
+pub mod bidmach;
 pub mod corpus;
 pub mod distributed;
 mod driver;
@@ -90,6 +93,7 @@ pub mod reference;
 pub mod sampling;
 mod vecops;
 
+pub use bidmach::Bidmach;
 pub use corpus::{Corpus, CorpusError, CorpusOptions, MAX_SENTENCE_WORDS};
 pub use distributed::{Distributed, SyncOptions};
 pub use full::Full;
@@ -138,6 +142,7 @@ pub fn variants() -> Vec<Box<dyn Trainer>> {
         Box::new(Gemm),
         Box::new(Full),
         Box::new(FullRegister),
+        Box::new(Bidmach),
     ]
 }
 

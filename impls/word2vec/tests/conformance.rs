@@ -6,8 +6,8 @@ use parbench_common::rng::Rng;
 use word2vec::reference::{cosine, pair_update, sgns_loss, sigmoid};
 use word2vec::sampling::{keep_probability, NegativeSampler, Subsampler};
 use word2vec::{
-    full, full_register, gemm, hogwild, variant_names, variants, Control, Corpus, EpochReport,
-    EpochStats, Par, TrainOutput, TrainParams, Trainer, W2vError,
+    bidmach, full, full_register, gemm, hogwild, variant_names, variants, Control, Corpus,
+    EpochReport, EpochStats, Par, TrainOutput, TrainParams, Trainer, W2vError,
 };
 
 fn quiet(_: &EpochReport) -> Control {
@@ -257,6 +257,20 @@ fn reference_batch(
     targets: &[u32],
     alpha: f64,
 ) {
+    reference_products(input, output, d, contexts, targets, 1, alpha)
+}
+
+/// The products of `contexts` against `targets` from one snapshot, in f64, the first
+/// `positives` targets labelled 1 and the rest 0, every update added after.
+fn reference_products(
+    input: &mut [f32],
+    output: &mut [f32],
+    d: usize,
+    contexts: &[u32],
+    targets: &[u32],
+    positives: usize,
+    alpha: f64,
+) {
     let row = |m: &[f32], r: u32| -> Vec<f64> {
         m[r as usize * d..(r as usize + 1) * d]
             .iter()
@@ -272,7 +286,7 @@ fn reference_batch(
                 .enumerate()
                 .map(|(j, y)| {
                     let f: f64 = x.iter().zip(y).map(|(a, b)| a * b).sum();
-                    alpha * (if j == 0 { 1.0 } else { 0.0 } - sigmoid(f))
+                    alpha * (if j < positives { 1.0 } else { 0.0 } - sigmoid(f))
                 })
                 .collect()
         })
@@ -318,6 +332,42 @@ fn gemm_batch_matches_the_snapshot_products_on_awkward_shapes_on_every_kernel_pa
         }
     }
     report_paths("gemm against the f64 snapshot products", &paths);
+}
+
+fn bidmach_step(path: &str) -> BatchStep {
+    match path {
+        "portable" => bidmach::step_portable,
+        _ => bidmach::step,
+    }
+}
+
+#[test]
+fn bidmach_is_the_positive_products_then_the_negative_ones_on_every_kernel_path() {
+    let paths = simd_paths();
+    for (d, n, m) in [(1, 1, 1), (7, 3, 5), (17, 2, 4), (100, 10, 6), (300, 4, 6)] {
+        let mut rng = Rng::new((d * 100 + n * 10 + m) as u64 + 7);
+        let v = 12;
+        let input = random_matrix(&mut rng, v, d, 0.8);
+        let output = random_matrix(&mut rng, v, d, 0.8);
+        let contexts: Vec<u32> = (0..n as u32).collect();
+        let targets: Vec<u32> = (0..m as u32).map(|j| j + 2).collect();
+        // The positive step from the snapshot, then the negatives from the inputs it moved.
+        let (mut i2, mut o2) = (input.clone(), output.clone());
+        reference_products(&mut i2, &mut o2, d, &contexts, &targets[..1], 1, 0.05);
+        reference_products(&mut i2, &mut o2, d, &contexts, &targets[1..], 0, 0.05);
+        // Not the one-snapshot batch of gemm where there are negatives and several inputs.
+        let (mut i3, mut o3) = (input.clone(), output.clone());
+        reference_batch(&mut i3, &mut o3, d, &contexts, &targets, 0.05);
+        let differs = i2.iter().zip(&i3).any(|(a, b)| (a - b).abs() > 1e-6);
+        assert_eq!(differs, m > 1, "{d}x{n}x{m}");
+        for &path in &paths {
+            let (mut i1, mut o1) = (input.clone(), output.clone());
+            bidmach_step(path)(&mut i1, &mut o1, d, &contexts, &targets, 0.05);
+            assert_close(&format!("{path}: {d}x{n}x{m} input"), &i1, &i2, 2e-5);
+            assert_close(&format!("{path}: {d}x{n}x{m} output"), &o1, &o2, 2e-5);
+        }
+    }
+    report_paths("bidmach against the f64 two-step products", &paths);
 }
 
 #[test]
@@ -613,6 +663,13 @@ fn counters_follow_each_variants_access_pattern_and_full_moves_the_least() {
                 assert_eq!(t.output_rows_read, t.output_rows_written, "{name}");
                 assert_eq!(t.input_rows_read, t.input_rows_written, "{name}");
             }
+            "bidmach" => {
+                // Each context row read once per product, written once per step; the
+                // output rows once per batch, as gemm.
+                assert_eq!(t.input_rows_read, e.pairs, "{name}");
+                assert_eq!(t.output_rows_read, t.output_rows_written, "{name}");
+                assert!(t.input_rows_written < t.input_rows_read, "{name}");
+            }
             "full" => {
                 assert_eq!(t.input_rows_read, e.kept_words, "{name}");
                 assert_eq!(t.input_rows_written, e.kept_words, "{name}");
@@ -832,7 +889,7 @@ fn full_counts_the_pairings_across_word2vec_c_sentence_cuts() {
         assert_eq!(by_cut, [8, 22, 42][half - 1]);
     }
     // The sentence-respecting variants never form one.
-    for name in ["hogwild", "gemm"] {
+    for name in ["hogwild", "gemm", "bidmach"] {
         let v = variants().into_iter().find(|v| v.name() == name).unwrap();
         let stats = train(v.as_ref(), &corpus, &small_params()).epochs[0];
         assert!(stats.context_pairs > 0, "{name}");
