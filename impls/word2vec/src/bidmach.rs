@@ -115,7 +115,10 @@ fn batch_update<const FMA: bool>(
     stats: &mut EpochStats,
 ) {
     let (n, m) = (contexts.len(), targets.len());
-    let (positives, negatives) = targets.split_at(1);
+    let Some((center, negatives)) = targets.split_first() else {
+        return;
+    };
+    let positives = std::slice::from_ref(center);
     for (step, label) in [(positives, 1.0), (negatives, 0.0)] {
         one_step::<FMA>(
             input, output, contexts, step, label, alpha, sigmoid, scratch,

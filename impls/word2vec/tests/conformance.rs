@@ -367,6 +367,18 @@ fn bidmach_is_the_positive_products_then_the_negative_ones_on_every_kernel_path(
             assert_close(&format!("{path}: {d}x{n}x{m} output"), &o1, &o2, 2e-5);
         }
     }
+    // No targets, no contexts: nothing moves.
+    let mut rng = Rng::new(3);
+    let (input, output) = (
+        random_matrix(&mut rng, 4, 5, 1.0),
+        random_matrix(&mut rng, 4, 5, 1.0),
+    );
+    for &path in &paths {
+        let (mut i1, mut o1) = (input.clone(), output.clone());
+        bidmach_step(path)(&mut i1, &mut o1, 5, &[0, 1], &[], 0.05);
+        bidmach_step(path)(&mut i1, &mut o1, 5, &[], &[2, 3], 0.05);
+        assert_eq!((i1, o1), (input.clone(), output.clone()), "{path}");
+    }
     report_paths("bidmach against the f64 two-step products", &paths);
 }
 
