@@ -322,6 +322,8 @@ impl TypedFamily for WmdKnnFamily {
         let params = point.solver();
         let par = Par::threads(threads);
         let mut problem = prepared.problem.clone();
+        // Once per collection, as loading it would be (queries only swap the query).
+        solver.prepare(&problem);
         let docs = problem.num_docs();
         let mut distances = Vec::with_capacity(prepared.queries.len() * docs);
         let (mut flops, mut work) = (0.0, Work::none(solver.threads(par)));

@@ -194,6 +194,7 @@ pub fn run(args: &WmdArgs, data_dir: Option<&Path>) -> Result<()> {
     let problem = query_problem(&corpus, &embeddings, args.query)
         .with_context(|| format!("setting up document {} as the query", args.query))?;
     drop(embeddings);
+    solver.prepare(&problem);
     eprintln!(
         "problem: V = {} words, d = {}, N = {} documents, nnz = {}, query has {} distinct words ({:.3} s)",
         problem.vocab(),

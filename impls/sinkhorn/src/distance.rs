@@ -10,19 +10,13 @@
 use crate::buffer::ZeroedBuf;
 use crate::pool::Pool;
 use crate::problem::WmdProblem;
+use crate::real::{padded_stride_of, Real};
 use crate::row_kernel::{padded_stride, LANES};
 use rayon::prelude::*;
 
 /// Words per GEMM block of the distance computation: 256 embeddings of d = 300 are 600 KB, so a
 /// gathered block stays in L2 while the GEMM reads it.
 const DISTANCE_BLOCK: usize = 256;
-
-/// Below this fraction of `|a|^2 + |b|^2`, the GEMM form `|a|^2 + |b|^2 - 2 a.b` has lost too many
-/// digits to cancellation (its absolute error is about `1e-16 (|a|^2 + |b|^2)`), so the squared
-/// distance is recomputed directly. At 1e-4 the GEMM form keeps a relative error below ~1e-12,
-/// enough for the 1e-10 agreement the tests demand; real embeddings almost never come this close
-/// except for identical words, which then get exactly 0.
-const CANCELLATION_RATIO: f64 = 1e-4;
 
 /// Words per parallel task of the distance computation.
 const DISTANCE_TASK_WORDS: usize = 256;
@@ -40,14 +34,15 @@ pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Zero
 }
 
 /// The query's embeddings (`v_s x d` row-major) and their squared norms.
-fn query_vectors(problem: &WmdProblem) -> (Vec<f64>, Vec<f64>) {
+fn query_vectors<E: Real>(problem: &WmdProblem) -> (Vec<E>, Vec<E>) {
     let d = problem.dim();
-    let query_vecs: Vec<f64> = problem
+    let vecs = E::embeddings(problem);
+    let query_vecs: Vec<E> = problem
         .query()
         .iter()
-        .flat_map(|&(w, _)| problem.vec(w as usize).iter().copied())
+        .flat_map(|&(w, _)| vecs[w as usize * d..(w as usize + 1) * d].iter().copied())
         .collect();
-    let query_norms: Vec<f64> = query_vecs.chunks_exact(d).map(squared_norm).collect();
+    let query_norms: Vec<E> = query_vecs.chunks_exact(d).map(squared_norm).collect();
     (query_vecs, query_norms)
 }
 
@@ -55,8 +50,13 @@ fn query_vectors(problem: &WmdProblem) -> (Vec<f64>, Vec<f64>) {
 fn query_distances_avx512(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf {
     use crate::distance_avx512::{distances, QueryPack};
     let stride = padded_stride(problem.query().len());
-    let (query_vecs, query_norms) = query_vectors(problem);
-    let pack = QueryPack::new(&query_vecs, &query_norms, problem.dim(), CANCELLATION_RATIO);
+    let (query_vecs, query_norms) = query_vectors::<f64>(problem);
+    let pack = QueryPack::new(
+        &query_vecs,
+        &query_norms,
+        problem.dim(),
+        <f64 as Real>::CANCELLATION_RATIO,
+    );
     let vecs = problem.vecs();
     let mut out = ZeroedBuf::zeroed(words.len() * stride);
     let task = |(words, out): (&[u32], &mut [f64])| {
@@ -76,27 +76,33 @@ fn query_distances_avx512(problem: &WmdProblem, words: &[u32], pool: &Pool) -> Z
     out
 }
 
-/// The portable path of [`query_distances`]: one GEMM per block of words.
-pub(crate) fn query_distances_gemm(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf {
+/// The portable path of [`query_distances`], and the f32 one: one GEMM per block of words, in
+/// `E` from the problem's embeddings in `E`, rows padded to `E`'s lanes.
+pub(crate) fn query_distances_gemm<E: Real>(
+    problem: &WmdProblem,
+    words: &[u32],
+    pool: &Pool,
+) -> ZeroedBuf<E> {
     let d = problem.dim();
     let vs = problem.query().len();
-    let stride = padded_stride(vs);
-    let vecs = problem.vecs();
-    let (query_vecs, query_norms) = query_vectors(problem);
+    let stride = padded_stride_of::<E>(vs);
+    let vecs = E::embeddings(problem);
+    let (query_vecs, query_norms) = query_vectors::<E>(problem);
+    let cancellation = E::from_f64(E::CANCELLATION_RATIO);
     let mut out = ZeroedBuf::zeroed(words.len() * stride);
 
     // `gathered` is reused across the blocks one thread runs: a fresh 600 KB buffer per block
     // would be a fresh mmap, and its page faults cost as much as the copy.
-    let block = |gathered: &mut Vec<f64>, (words, out): (&[u32], &mut [f64])| {
+    let block = |gathered: &mut Vec<E>, (words, out): (&[u32], &mut [E])| {
         let m = words.len();
         let first = words[0] as usize;
         let contiguous = words[m - 1] as usize - first + 1 == m;
-        let lhs: &[f64] = if contiguous {
+        let lhs: &[E] = if contiguous {
             &vecs[first * d..(first + m) * d]
         } else {
             gathered.clear();
             for &w in words {
-                gathered.extend_from_slice(problem.vec(w as usize));
+                gathered.extend_from_slice(&vecs[w as usize * d..(w as usize + 1) * d]);
             }
             gathered
         };
@@ -118,8 +124,8 @@ pub(crate) fn query_distances_gemm(problem: &WmdProblem, words: &[u32], pool: &P
                 query_vecs.as_ptr(),
                 d as isize,
                 1,
-                0.0,
-                -2.0,
+                E::ZERO,
+                -(E::ONE + E::ONE),
                 false,
                 false,
                 false,
@@ -131,7 +137,7 @@ pub(crate) fn query_distances_gemm(problem: &WmdProblem, words: &[u32], pool: &P
             for s in 0..vs {
                 let scale = na + query_norms[s];
                 let d2 = scale + row[s];
-                row[s] = if d2 <= CANCELLATION_RATIO * scale {
+                row[s] = if d2 <= cancellation * scale {
                     direct_distance(a, &query_vecs[s * d..(s + 1) * d])
                 } else {
                     d2.sqrt()
@@ -153,10 +159,13 @@ pub(crate) fn query_distances_gemm(problem: &WmdProblem, words: &[u32], pool: &P
 }
 
 /// `|a|^2` with four independent partial sums (vectorizable, unlike a single running sum).
-fn squared_norm(a: &[f64]) -> f64 {
-    let mut acc = [0.0f64; LANES];
+fn squared_norm<E: Real>(a: &[E]) -> E {
+    let mut acc = [E::ZERO; LANES];
     let chunks = a.chunks_exact(LANES);
-    let tail: f64 = chunks.remainder().iter().map(|x| x * x).sum();
+    let mut tail = E::ZERO;
+    for &x in chunks.remainder() {
+        tail += x * x;
+    }
     for c in chunks {
         for l in 0..LANES {
             acc[l] += c[l] * c[l];
@@ -166,12 +175,12 @@ fn squared_norm(a: &[f64]) -> f64 {
 }
 
 /// `||a - b||` summed term by term (no cancellation): exactly 0 for identical vectors.
-pub fn direct_distance(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y) * (x - y))
-        .sum::<f64>()
-        .sqrt()
+pub fn direct_distance<E: Real>(a: &[E], b: &[E]) -> E {
+    let mut sum = E::ZERO;
+    for (&x, &y) in a.iter().zip(b) {
+        sum += (x - y) * (x - y);
+    }
+    sum.sqrt()
 }
 
 #[cfg(test)]
@@ -193,6 +202,36 @@ pub(crate) mod tests {
         let triplets: Vec<(usize, usize, f64)> = (0..vocab).map(|w| (w, w, 1.0)).collect();
         let c = Csr::from_triplets(vocab, vocab, &triplets).unwrap();
         WmdProblem::new(vecs, dim, query, c).unwrap()
+    }
+
+    #[test]
+    fn f32_distances_agree_with_f64_to_f32_precision() {
+        for (vs, dim, vocab) in [(1, 5, 9), (19, 300, 301), (30, 37, 90)] {
+            let p = random_problem(vs as u64, vocab, dim, vs);
+            let stride = crate::real::padded_stride_of::<f32>(vs);
+            let words = WordSet::used(p.docs_by_word()).words;
+            for threads in [1, 2] {
+                let pool = Pool::new(Par::threads(threads)).unwrap();
+                let m = query_distances_gemm::<f32>(&p, &words, &pool);
+                for (k, &w) in words.iter().enumerate() {
+                    for s in 0..stride {
+                        let got = m[k * stride + s];
+                        if s >= vs {
+                            assert_eq!(got, 0.0, "padding");
+                            continue;
+                        }
+                        let q = p.query()[s].0 as usize;
+                        let exact = direct_distance(p.vec(w as usize), p.vec(q));
+                        if exact == 0.0 {
+                            assert_eq!(got, 0.0, "word {w} = query word {q}");
+                        }
+                        // Rounding the inputs alone moves a distance by ~1e-7 relative.
+                        let err = (got as f64 - exact).abs();
+                        assert!(err <= 1e-5 * exact, "{got} vs {exact}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -23,17 +23,28 @@ use crate::precompute::{QueryKernels, WordSet};
 use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
+use crate::real::Real;
 use crate::row_kernel::{KernelTask, RowKernel};
-use crate::{iterate, precompute, row_kernel};
+use crate::{iterate, precompute};
 use crate::{Par, WmdSolver, Work};
 use parbench_common::partition::rows_balanced;
-use parbench_common::Csr;
+use parbench_common::{Csr, Precision};
 use rayon::prelude::*;
 use std::time::Instant;
 
 /// The document-major fused variant (`doc-major`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DocMajorFused;
+
+/// [`DocMajorFused`] in f32 (`doc-major-f32`): the same solve on the embeddings, distances,
+/// kernels, `x` and `u` rounded to f32, so twice the values fit in each vector and half the bytes
+/// move; inputs are rounded once, distances returned (and each document's accumulated) in f64.
+/// Its error against the f64 solve is about f32's epsilon times the iteration's growth of
+/// rounding, ~1e-5 relative at the paper's shape; `lambda` must keep `exp(-lambda M)` above
+/// f32's smallest normal (about `lambda M < 87`, against 708 in f64), or the solve reports an
+/// underflow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DocMajorFusedF32;
 
 /// What one thread saw: per iteration index, the largest change and the documents still active
 /// after it, plus the nonzeros it processed in the loop.
@@ -59,27 +70,28 @@ impl PartStats {
 }
 
 /// Per-thread scratch for one document.
-struct DocScratch {
-    x: Vec<f64>,
-    u: Vec<f64>,
-    x_new: Vec<f64>,
+struct DocScratch<E> {
+    x: Vec<E>,
+    u: Vec<E>,
+    x_new: Vec<E>,
     rows: Vec<u32>,
+    weights: Vec<E>,
 }
 
 /// All iterations and the final step of the documents `docs`, writing their distances to `out`.
-struct SolveDocs<'a> {
+struct SolveDocs<'a, E> {
     by_doc: &'a Csr,
     position: &'a [u32],
-    kernels: &'a QueryKernels,
+    kernels: &'a QueryKernels<E>,
     params: &'a SinkhornParams,
     docs: std::ops::Range<usize>,
     out: &'a mut [f64],
 }
 
-impl KernelTask for SolveDocs<'_> {
+impl<E: Real> KernelTask<E> for SolveDocs<'_, E> {
     type Output = Result<PartStats, WmdError>;
     #[inline(always)]
-    fn run<K: RowKernel>(self, kernel: K) -> Self::Output {
+    fn run<K: RowKernel<E>>(self, kernel: K) -> Self::Output {
         let SolveDocs {
             by_doc,
             position,
@@ -93,11 +105,11 @@ impl KernelTask for SolveDocs<'_> {
 }
 
 #[inline(always)]
-fn solve_docs<K: RowKernel>(
+fn solve_docs<E: Real, K: RowKernel<E>>(
     kernel: K,
     by_doc: &Csr,
     position: &[u32],
-    kernels: &QueryKernels,
+    kernels: &QueryKernels<E>,
     params: &SinkhornParams,
     docs: std::ops::Range<usize>,
     out: &mut [f64],
@@ -105,19 +117,22 @@ fn solve_docs<K: RowKernel>(
     let (vs, stride) = (kernels.vs, kernels.stride);
     let mut stats = PartStats::default();
     let mut s = DocScratch {
-        x: vec![0.0; stride],
-        u: vec![0.0; stride],
-        x_new: vec![0.0; stride],
+        x: vec![E::ZERO; stride],
+        u: vec![E::ZERO; stride],
+        x_new: vec![E::ZERO; stride],
         rows: Vec::new(),
+        weights: Vec::new(),
     };
     for (j, dist) in docs.zip(out.iter_mut()) {
         let (words, weights) = by_doc.row(j);
         s.rows.clear();
         s.rows.extend(words.iter().map(|&w| position[w as usize]));
+        s.weights.clear();
+        s.weights.extend(weights.iter().map(|&c| E::from_f64(c)));
         iterate::init_doc(&mut s.x, &mut s.u, vs);
         for iteration in 0..params.max_iter {
-            s.x_new.fill(0.0);
-            for (&k, &c) in s.rows.iter().zip(weights) {
+            s.x_new.fill(E::ZERO);
+            for (&k, &c) in s.rows.iter().zip(&s.weights) {
                 let k = k as usize;
                 let w = c / kernel.dot(kernels.kt_row(k), &s.u);
                 kernel.axpy(&mut s.x_new, w, kernels.kr_row(k));
@@ -130,11 +145,11 @@ fn solve_docs<K: RowKernel>(
                 break;
             }
         }
-        let mut wmd = 0.0;
-        for (&k, &c) in s.rows.iter().zip(weights) {
+        let mut wmd = 0.0f64;
+        for (&k, &c) in s.rows.iter().zip(&s.weights) {
             let k = k as usize;
             let w = c / kernel.dot(kernels.kt_row(k), &s.u);
-            wmd += w * kernel.dot(kernels.km_row(k), &s.u);
+            wmd += (w * kernel.dot(kernels.km_row(k), &s.u)).to_f64();
         }
         if !wmd.is_finite() {
             return Err(WmdError::Underflow {
@@ -156,7 +171,7 @@ impl WmdSolver for DocMajorFused {
     }
 
     fn work(&self, problem: &WmdProblem, out: &WmdOutput, par: Par) -> Work {
-        crate::flops::doc_major_work(problem, out, self.threads(par))
+        crate::flops::doc_major_work::<f64>(problem, out, self.threads(par))
     }
 
     fn solve(
@@ -166,75 +181,118 @@ impl WmdSolver for DocMajorFused {
         par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<WmdOutput, WmdError> {
-        params.validate()?;
-        let pool = Pool::new(par)?;
-        let mut phases = PhaseTimes::default();
-        let mut flops = 0.0;
-        let words = WordSet::used(problem.docs_by_word());
-        let kernels = precompute::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
-        let by_doc = problem.docs_by_doc();
-        let n = problem.num_docs();
-
-        let loop_start = Instant::now();
-        let position = words.position_map(problem.vocab());
-        let bounds = rows_balanced(by_doc.indptr(), pool.threads());
-        let mut distances = vec![0.0; n];
-        let mut pieces: Vec<(std::ops::Range<usize>, &mut [f64])> =
-            Vec::with_capacity(bounds.len() - 1);
-        let mut rest = distances.as_mut_slice();
-        for w in bounds.windows(2) {
-            let (head, tail) = rest.split_at_mut(w[1] - w[0]);
-            pieces.push((w[0]..w[1], head));
-            rest = tail;
-        }
-        let run = |(docs, out): (std::ops::Range<usize>, &mut [f64])| {
-            let task = SolveDocs {
-                by_doc,
-                position: &position,
-                kernels: &kernels,
-                params,
-                docs,
-                out,
-            };
-            row_kernel::dispatch(kernels.stride, task)
-        };
-        let stats: Vec<PartStats> = if pool.threads() > 1 {
-            pool.run(|| pieces.into_par_iter().map(run).collect::<Result<_, _>>())?
-        } else {
-            pieces.into_iter().map(run).collect::<Result<_, _>>()?
-        };
-        // The final step ran inside each document's loop; it is not separable, so "final" holds
-        // only the merge of the statistics and `loop` the whole per-document work.
-        phases.add("loop", loop_start.elapsed().as_secs_f64());
-
-        let iterations = phases.time("final", || {
-            let iterations = stats.iter().map(|s| s.max_change.len()).max().unwrap_or(0);
-            for it in 0..iterations {
-                let get = |v: &Vec<usize>| v.get(it).copied().unwrap_or(0);
-                let report = IterationReport {
-                    iteration: it + 1,
-                    max_iter: params.max_iter,
-                    active_docs: stats.iter().map(|s| get(&s.still_active)).sum(),
-                    max_change: stats
-                        .iter()
-                        .map(|s| s.max_change.get(it).copied().unwrap_or(0.0))
-                        .fold(0.0, f64::max),
-                };
-                let ran: usize = stats.iter().map(|s| get(&s.ran)).sum();
-                flops += update_flops(ran, kernels.vs);
-                if progress(&report) == Control::Stop {
-                    break;
-                }
-            }
-            iterations
-        });
-        let loop_nnz: usize = stats.iter().map(|s| s.loop_nnz).sum();
-        flops += sddmm_spmm_flops(loop_nnz, kernels.vs) + final_flops(problem.nnz(), kernels.vs);
-        Ok(WmdOutput {
-            distances,
-            iterations,
-            phases,
-            flops,
-        })
+        solve_doc_major::<f64>(problem, params, par, progress)
     }
+}
+
+impl WmdSolver for DocMajorFusedF32 {
+    fn name(&self) -> &'static str {
+        "doc-major-f32"
+    }
+
+    fn is_parallel(&self) -> bool {
+        true
+    }
+
+    fn precision(&self) -> Precision {
+        Precision::F32
+    }
+
+    fn prepare(&self, problem: &WmdProblem) {
+        problem.vecs_f32();
+    }
+
+    fn work(&self, problem: &WmdProblem, out: &WmdOutput, par: Par) -> Work {
+        crate::flops::doc_major_work::<f32>(problem, out, self.threads(par))
+    }
+
+    fn solve(
+        &self,
+        problem: &WmdProblem,
+        params: &SinkhornParams,
+        par: Par,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<WmdOutput, WmdError> {
+        solve_doc_major::<f32>(problem, params, par, progress)
+    }
+}
+
+/// The solve of both variants, in `E`.
+fn solve_doc_major<E: Real>(
+    problem: &WmdProblem,
+    params: &SinkhornParams,
+    par: Par,
+    progress: &mut dyn FnMut(&IterationReport) -> Control,
+) -> Result<WmdOutput, WmdError> {
+    params.validate()?;
+    let pool = Pool::new(par)?;
+    let mut phases = PhaseTimes::default();
+    let mut flops = 0.0;
+    let words = WordSet::used(problem.docs_by_word());
+    let kernels: QueryKernels<E> =
+        precompute::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
+    let by_doc = problem.docs_by_doc();
+    let n = problem.num_docs();
+
+    let loop_start = Instant::now();
+    let position = words.position_map(problem.vocab());
+    let bounds = rows_balanced(by_doc.indptr(), pool.threads());
+    let mut distances = vec![0.0; n];
+    let mut pieces: Vec<(std::ops::Range<usize>, &mut [f64])> =
+        Vec::with_capacity(bounds.len() - 1);
+    let mut rest = distances.as_mut_slice();
+    for w in bounds.windows(2) {
+        let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+        pieces.push((w[0]..w[1], head));
+        rest = tail;
+    }
+    let run = |(docs, out): (std::ops::Range<usize>, &mut [f64])| {
+        let task = SolveDocs {
+            by_doc,
+            position: &position,
+            kernels: &kernels,
+            params,
+            docs,
+            out,
+        };
+        E::dispatch(kernels.stride, task)
+    };
+    let stats: Vec<PartStats> = if pool.threads() > 1 {
+        pool.run(|| pieces.into_par_iter().map(run).collect::<Result<_, _>>())?
+    } else {
+        pieces.into_iter().map(run).collect::<Result<_, _>>()?
+    };
+    // The final step ran inside each document's loop; it is not separable, so "final" holds
+    // only the merge of the statistics and `loop` the whole per-document work.
+    phases.add("loop", loop_start.elapsed().as_secs_f64());
+
+    let iterations = phases.time("final", || {
+        let iterations = stats.iter().map(|s| s.max_change.len()).max().unwrap_or(0);
+        for it in 0..iterations {
+            let get = |v: &Vec<usize>| v.get(it).copied().unwrap_or(0);
+            let report = IterationReport {
+                iteration: it + 1,
+                max_iter: params.max_iter,
+                active_docs: stats.iter().map(|s| get(&s.still_active)).sum(),
+                max_change: stats
+                    .iter()
+                    .map(|s| s.max_change.get(it).copied().unwrap_or(0.0))
+                    .fold(0.0, f64::max),
+            };
+            let ran: usize = stats.iter().map(|s| get(&s.ran)).sum();
+            flops += update_flops(ran, kernels.vs);
+            if progress(&report) == Control::Stop {
+                break;
+            }
+        }
+        iterations
+    });
+    let loop_nnz: usize = stats.iter().map(|s| s.loop_nnz).sum();
+    flops += sddmm_spmm_flops(loop_nnz, kernels.vs) + final_flops(problem.nnz(), kernels.vs);
+    Ok(WmdOutput {
+        distances,
+        iterations,
+        phases,
+        flops,
+    })
 }

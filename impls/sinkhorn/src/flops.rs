@@ -2,6 +2,7 @@
 //! the bytes each variant must move, for the time bound of a solve.
 
 use crate::problem::{WmdOutput, WmdProblem};
+use crate::real::Real;
 use parbench_common::{Precision, Work};
 
 /// Flops of the distance GEMM and the norms.
@@ -54,9 +55,11 @@ pub fn word_major_work(problem: &WmdProblem, out: &WmdOutput, threads: usize) ->
 /// `K` held in L1, so beyond the streamed inputs it gathers, once per document, the kernel rows
 /// of its words (`K` and `K .* M`) and reads its nonzeros of `c` once; the working set it
 /// gathers from is both kernels.
-pub fn doc_major_work(problem: &WmdProblem, out: &WmdOutput, threads: usize) -> Work {
-    let shape = Shape::of(problem);
-    let row_bytes = 8.0 * shape.vs;
+/// `E` is what the solve ran in: `doc-major-f32` moves embeddings, kernels, `u` and `x` of
+/// half the size and counts its flops as f32.
+pub fn doc_major_work<E: Real>(problem: &WmdProblem, out: &WmdOutput, threads: usize) -> Work {
+    let shape = Shape::of_in::<E>(problem);
+    let row_bytes = shape.value_bytes * shape.vs;
     Work {
         reuse_bytes: shape.nnz * (NONZERO_BYTES + 2.0 * row_bytes) + 2.0 * shape.column_bytes,
         reuse_footprint_bytes: 2.0 * shape.kernel_bytes,
@@ -96,10 +99,17 @@ struct Shape {
     column_bytes: f64,
     dim: f64,
     docs: f64,
+    /// Bytes of one value (embeddings, kernels, `u`, `x`).
+    value_bytes: f64,
+    precision: Precision,
 }
 
 impl Shape {
     fn of(problem: &WmdProblem) -> Shape {
+        Shape::of_in::<f64>(problem)
+    }
+
+    fn of_in<E: Real>(problem: &WmdProblem) -> Shape {
         // The words the sparse variants select, by the rule that selects them.
         let words = crate::precompute::WordSet::used(problem.docs_by_word())
             .words
@@ -110,10 +120,12 @@ impl Shape {
             vs,
             nnz: problem.nnz() as f64,
             words,
-            kernel_bytes: 8.0 * words * vs,
-            column_bytes: 8.0 * docs * vs,
+            kernel_bytes: E::BYTES as f64 * words * vs,
+            column_bytes: E::BYTES as f64 * docs * vs,
             dim: problem.dim() as f64,
             docs,
+            value_bytes: E::BYTES as f64,
+            precision: E::PRECISION,
         }
     }
 
@@ -121,8 +133,9 @@ impl Shape {
     fn base(&self, out: &WmdOutput, threads: usize) -> Work {
         Work {
             flops: out.flops,
-            precision: Precision::F64,
-            stream_bytes: 8.0 * (self.words + self.vs) * self.dim + 8.0 * self.docs,
+            precision: self.precision,
+            // The distances returned are f64 whatever the solve ran in.
+            stream_bytes: self.value_bytes * (self.words + self.vs) * self.dim + 8.0 * self.docs,
             reuse_bytes: 0.0,
             reuse_footprint_bytes: 0.0,
             threads,
@@ -173,12 +186,35 @@ mod tests {
     #[test]
     fn doc_major_gathers_each_documents_rows_once_whatever_the_iterations() {
         let (p, threads) = (problem(), 1);
-        let few = doc_major_work(&p, &output(1), threads);
-        let many = doc_major_work(&p, &output(50), threads);
+        let few = doc_major_work::<f64>(&p, &output(1), threads);
+        let many = doc_major_work::<f64>(&p, &output(50), threads);
         assert_eq!(few.reuse_bytes, many.reuse_bytes);
         // Every nonzero: its 12 bytes and the K and K .* M rows of its word (2 x 16 B); u, x.
         assert_eq!(few.reuse_bytes, 4.0 * (12.0 + 32.0) + 2.0 * 48.0);
         assert_eq!(few.reuse_footprint_bytes, 2.0 * 48.0);
+    }
+
+    #[test]
+    fn doc_major_in_f32_moves_half_the_values_and_counts_f32_flops() {
+        let (p, out) = (problem(), output(3));
+        let (wide, narrow) = (
+            doc_major_work::<f64>(&p, &out, 2),
+            doc_major_work::<f32>(&p, &out, 2),
+        );
+        // Embeddings of 3 document words and 2 query words (2 values each) at 4 bytes; the 3
+        // distances returned stay f64.
+        assert_eq!(narrow.stream_bytes, 4.0 * 5.0 * 2.0 + 8.0 * 3.0);
+        // Every nonzero: its 12 bytes (c stays f64) and 2 rows of 2 f32; u and x of 3 x 2 f32.
+        assert_eq!(narrow.reuse_bytes, 4.0 * (12.0 + 16.0) + 2.0 * 24.0);
+        assert_eq!(
+            narrow.reuse_footprint_bytes,
+            wide.reuse_footprint_bytes / 2.0
+        );
+        assert_eq!(
+            (narrow.precision, wide.precision),
+            (Precision::F32, Precision::F64)
+        );
+        assert_eq!(narrow.flops, wide.flops);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::buffer::ZeroedBuf;
 use crate::flops::update_flops;
 use crate::pool::Pool;
 use crate::problem::{Control, IterationReport, SinkhornParams, WmdError, WmdProblem};
+use crate::real::Real;
 use crate::row_kernel::{padded_stride, vectorized};
 use rayon::prelude::*;
 
@@ -19,18 +20,18 @@ use rayon::prelude::*;
 /// most of the cost of an update (~50 ns per document). Maxima and quotients are exact, so the
 /// results do not depend on how the loops are split.
 #[inline]
-pub fn update_doc(
-    x: &mut [f64],
-    u: &mut [f64],
-    x_new: &[f64],
+pub fn update_doc<E: Real>(
+    x: &mut [E],
+    u: &mut [E],
+    x_new: &[E],
     vs: usize,
     lambda: f64,
 ) -> Result<f64, WmdError> {
     let (x, u, x_new) = (&mut x[..vs], &mut u[..vs], &x_new[..vs]);
-    let mut diff = 0.0f64;
-    let mut scale = 0.0f64;
+    let mut diff = E::ZERO;
+    let mut scale = E::ZERO;
     for (&xn, &xo) in x_new.iter().zip(x.iter()) {
-        if !(xn.is_finite() && xn > 0.0) {
+        if !(xn.is_finite() && xn > E::ZERO) {
             return Err(WmdError::Underflow { lambda });
         }
         diff = diff.max((xn - xo).abs());
@@ -38,9 +39,9 @@ pub fn update_doc(
     }
     x.copy_from_slice(x_new);
     for (u, &xn) in u.iter_mut().zip(x_new) {
-        *u = 1.0 / xn;
+        *u = E::ONE / xn;
     }
-    Ok(diff / scale)
+    Ok((diff / scale).to_f64())
 }
 
 /// [`update_doc`] for an active document followed by the tolerance rule: returns the change and
@@ -65,10 +66,10 @@ pub fn settle_doc(
 
 /// The starting point `x = 1 / v_s`, `u = 1 / x` for one document.
 #[inline]
-pub fn init_doc(x: &mut [f64], u: &mut [f64], vs: usize) {
+pub fn init_doc<E: Real>(x: &mut [E], u: &mut [E], vs: usize) {
     for s in 0..vs {
-        x[s] = 1.0 / vs as f64;
-        u[s] = 1.0 / x[s];
+        x[s] = E::from_f64(1.0 / vs as f64);
+        u[s] = E::ONE / x[s];
     }
 }
 

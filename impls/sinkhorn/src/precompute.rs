@@ -6,12 +6,10 @@
 //! fresh zero pages from the allocator with no memset (`buffer.rs` says why not huge pages).
 
 use crate::buffer::ZeroedBuf;
-use crate::distance::query_distances;
-use crate::fast_exp;
 use crate::flops::{distance_flops, precompute_flops};
 use crate::pool::Pool;
 use crate::problem::{PhaseTimes, SinkhornParams, WmdProblem};
-use crate::row_kernel::padded_stride;
+use crate::real::{padded_stride_of, Real};
 use parbench_common::Csr;
 use rayon::prelude::*;
 
@@ -59,71 +57,71 @@ impl WordSet {
     }
 }
 
-/// The query's kernel arrays, word-major, for a [`WordSet`].
+/// The query's kernel arrays, word-major, for a [`WordSet`], in f64 or (`doc-major-f32`) f32.
 #[derive(Clone, Debug)]
-pub struct QueryKernels {
+pub struct QueryKernels<E = f64> {
     /// Query words `v_s`.
     pub vs: usize,
     /// Row length of every array (`v_s` padded).
     pub stride: usize,
     /// `K^T`: row `k` is `exp(-lambda M[:, words[k]])`.
-    pub kt: ZeroedBuf,
+    pub kt: ZeroedBuf<E>,
     /// `(K / r)^T`: row `k` is `K[s, words[k]] / r[s]`.
-    pub kr: ZeroedBuf,
+    pub kr: ZeroedBuf<E>,
     /// `(K .* M)^T`.
-    pub km: ZeroedBuf,
+    pub km: ZeroedBuf<E>,
 }
 
-impl QueryKernels {
+impl<E> QueryKernels<E> {
     /// Row `k` of `K^T` (`stride` values, padding 0).
     #[inline(always)]
-    pub fn kt_row(&self, k: usize) -> &[f64] {
+    pub fn kt_row(&self, k: usize) -> &[E] {
         &self.kt[k * self.stride..(k + 1) * self.stride]
     }
     /// Row `k` of `(K / r)^T`; panics when the array was left empty ([`prepare_without_kr`]).
     #[inline(always)]
-    pub fn kr_row(&self, k: usize) -> &[f64] {
+    pub fn kr_row(&self, k: usize) -> &[E] {
         &self.kr[k * self.stride..(k + 1) * self.stride]
     }
     /// Row `k` of `(K .* M)^T`.
     #[inline(always)]
-    pub fn km_row(&self, k: usize) -> &[f64] {
+    pub fn km_row(&self, k: usize) -> &[E] {
         &self.km[k * self.stride..(k + 1) * self.stride]
     }
 }
 
 /// `K^T`, `(K / r)^T` and `(K .* M)^T` from the word-major distances (in parallel over words).
-pub fn precompute(m: &[f64], query: &[(u32, f64)], lambda: f64, pool: &Pool) -> QueryKernels {
+pub fn precompute<E: Real>(
+    m: &[E],
+    query: &[(u32, f64)],
+    lambda: f64,
+    pool: &Pool,
+) -> QueryKernels<E> {
     precompute_arrays(m, query, lambda, pool, true)
 }
 
 /// [`precompute`], leaving `kr` empty unless `with_kr` (a variant that divides by `r` itself
 /// saves writing a 6 MB array).
-fn precompute_arrays(
-    m: &[f64],
+fn precompute_arrays<E: Real>(
+    m: &[E],
     query: &[(u32, f64)],
     lambda: f64,
     pool: &Pool,
     with_kr: bool,
-) -> QueryKernels {
+) -> QueryKernels<E> {
     let vs = query.len();
-    let stride = padded_stride(vs);
+    let stride = padded_stride_of::<E>(vs);
+    let r: Vec<E> = query.iter().map(|&(_, r)| E::from_f64(r)).collect();
     let mut kt = ZeroedBuf::zeroed(m.len());
     let mut kr = ZeroedBuf::zeroed(if with_kr { m.len() } else { 0 });
     let mut km = ZeroedBuf::zeroed(m.len());
     const ROWS: usize = 1024;
     let chunk = ROWS * stride;
-    type Rows<'a> = (
-        ((&'a [f64], &'a mut [f64]), &'a mut [f64]),
-        Option<&'a mut [f64]>,
-    );
-    let work = |(((m, kt), km), mut kr): Rows| {
+    type Rows<'a, E> = (((&'a [E], &'a mut [E]), &'a mut [E]), Option<&'a mut [E]>);
+    let work = |(((m, kt), km), mut kr): Rows<E>| {
         // The exponentials of a whole chunk at once (vectorized, padding included), then the
         // products row by row while the chunk (160 KB) is still in L2.
-        for (k, &d) in kt.iter_mut().zip(m) {
-            *k = -lambda * d;
-        }
-        fast_exp::exp_in_place(kt);
+        E::exp_neg_scaled(m, lambda, kt);
         for (row, ((mrow, ktrow), kmrow)) in m
             .chunks_exact(stride)
             .zip(kt.chunks_exact_mut(stride))
@@ -136,10 +134,10 @@ fn precompute_arrays(
             if let Some(kr) = kr.as_deref_mut() {
                 let krrow = &mut kr[row * stride..(row + 1) * stride];
                 for s in 0..vs {
-                    krrow[s] = ktrow[s] / query[s].1;
+                    krrow[s] = ktrow[s] / r[s];
                 }
             }
-            ktrow[vs..].fill(0.0);
+            ktrow[vs..].fill(E::ZERO);
         }
     };
     let kr_chunks = kr
@@ -167,14 +165,14 @@ fn precompute_arrays(
 }
 
 /// The `distance` and `precompute` phases for a word set, with their flops added to `flops`.
-pub fn prepare(
+pub fn prepare<E: Real>(
     problem: &WmdProblem,
     params: &SinkhornParams,
     words: &WordSet,
     pool: &Pool,
     phases: &mut PhaseTimes,
     flops: &mut f64,
-) -> QueryKernels {
+) -> QueryKernels<E> {
     prepare_arrays(problem, params, words, pool, phases, flops, true)
 }
 
@@ -191,7 +189,7 @@ pub fn prepare_without_kr(
     prepare_arrays(problem, params, words, pool, phases, flops, false)
 }
 
-fn prepare_arrays(
+fn prepare_arrays<E: Real>(
     problem: &WmdProblem,
     params: &SinkhornParams,
     words: &WordSet,
@@ -199,9 +197,9 @@ fn prepare_arrays(
     phases: &mut PhaseTimes,
     flops: &mut f64,
     with_kr: bool,
-) -> QueryKernels {
+) -> QueryKernels<E> {
     let vs = problem.query().len();
-    let m = phases.time("distance", || query_distances(problem, &words.words, pool));
+    let m = phases.time("distance", || E::distances(problem, &words.words, pool));
     *flops += distance_flops(words.words.len(), vs, problem.dim());
     let kernels = phases.time("precompute", || {
         precompute_arrays(&m, problem.query(), params.lambda, pool, with_kr)
@@ -226,7 +224,7 @@ mod tests {
         let p = random_problem(7, 400, 12, 5);
         let words = WordSet::used(p.docs_by_word());
         let pool = Pool::new(Par::Seq).unwrap();
-        let m = query_distances(&p, &words.words, &pool);
+        let m = crate::distance::query_distances(&p, &words.words, &pool);
         let lambda = 3.0;
         let k = precompute(&m, p.query(), lambda, &pool);
         let stride = k.stride;

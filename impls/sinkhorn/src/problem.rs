@@ -1,6 +1,7 @@
 //! Inputs, parameters and outputs shared by every variant, and their validation.
 
 use parbench_common::Csr;
+use std::sync::OnceLock;
 use std::time::Instant;
 use thiserror::Error;
 
@@ -113,6 +114,8 @@ pub enum WmdError {
 #[derive(Clone, Debug)]
 pub struct WmdProblem {
     vecs: Vec<f64>,
+    /// The embeddings rounded to f32, made on first use ([`WmdProblem::vecs_f32`]).
+    vecs_f32: OnceLock<Vec<f32>>,
     dim: usize,
     query: Vec<(u32, f64)>,
     docs_by_word: Csr,
@@ -170,6 +173,7 @@ impl WmdProblem {
         let docs_by_doc = docs_by_word.transpose();
         Ok(WmdProblem {
             vecs,
+            vecs_f32: OnceLock::new(),
             dim,
             query,
             docs_by_word,
@@ -192,6 +196,13 @@ impl WmdProblem {
     /// Row-major `V x d` embeddings.
     pub fn vecs(&self) -> &[f64] {
         &self.vecs
+    }
+    /// The embeddings rounded to f32, what `doc-major-f32` reads (half the bytes). Made on the
+    /// first call and kept, like `docs_by_doc`, for every later query against the collection
+    /// ([`crate::WmdSolver::prepare`] makes it before a timed solve).
+    pub fn vecs_f32(&self) -> &[f32] {
+        self.vecs_f32
+            .get_or_init(|| self.vecs.iter().map(|&x| x as f32).collect())
     }
     /// Embedding of one word.
     pub fn vec(&self, word: usize) -> &[f64] {

@@ -12,9 +12,9 @@
 /// Width of the fixed-size chunks in the dot products and updates (one AVX2 vector of f64).
 pub const LANES: usize = 4;
 
-/// `v_s` rounded up to a multiple of [`LANES`].
+/// `v_s` rounded up to a multiple of [`LANES`] (the f64 kernels' rows).
 pub fn padded_stride(vs: usize) -> usize {
-    vs.div_ceil(LANES) * LANES
+    crate::real::padded_stride_of::<f64>(vs)
 }
 
 /// Dot product of two padded rows (portable kernel); the reduction order is fixed (lane-wise,
@@ -36,12 +36,15 @@ pub fn axpy(y: &mut [f64], alpha: f64, x: &[f64]) {
 /// by [`dispatch`] after checking the CPU) uses AVX2 vectors with fused multiply-adds. All use the
 /// same lane-wise order, so results differ between the portable and the FMA kernels only by the
 /// fused roundings, and are identical for every variant on one machine.
-pub trait RowKernel: Copy + Send + Sync {
+///
+/// The f32 kernels (`E = f32`, built by [`dispatch_f32`]) work the same way on 8 lanes, reduced
+/// as `((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))`.
+pub trait RowKernel<E = f64>: Copy + Send + Sync {
     /// Dot product of the first `stride` values of `a` and `b`, lane-wise then `(l0 + l2) + (l1 +
     /// l3)`.
-    fn dot(self, a: &[f64], b: &[f64]) -> f64;
+    fn dot(self, a: &[E], b: &[E]) -> E;
     /// `y += alpha * x` over the first `stride` values.
-    fn axpy(self, y: &mut [f64], alpha: f64, x: &[f64]);
+    fn axpy(self, y: &mut [E], alpha: E, x: &[E]);
 }
 
 /// Portable kernel for rows of exactly `S` values.
@@ -157,11 +160,12 @@ mod avx2 {
 
 /// A kernel body generic over the row kernel, so that [`dispatch`] can compile it once per
 /// instruction set and stride.
-pub trait KernelTask {
+pub trait KernelTask<E = f64> {
     /// What the kernel body returns.
     type Output;
-    /// Runs the body with `kernel`; monomorphized once per kernel type [`dispatch`] may pick.
-    fn run<K: RowKernel>(self, kernel: K) -> Self::Output;
+    /// Runs the body with `kernel`; monomorphized once per kernel type [`dispatch`] (or
+    /// [`dispatch_f32`]) may pick.
+    fn run<K: RowKernel<E>>(self, kernel: K) -> Self::Output;
 }
 
 /// Whether the AVX2 + FMA kernels can run here (checked once, then cached by std).
@@ -239,6 +243,148 @@ pub fn dispatch<T: KernelTask>(stride: usize, task: T) -> T::Output {
     by_stride!(stride, task, portable)
 }
 
+/// Lanes of the f32 kernels (one AVX2 vector of f32).
+pub const LANES_F32: usize = 8;
+
+/// Portable f32 kernel for rows of `S` values (`S = 0`: any multiple of [`LANES_F32`]).
+#[derive(Clone, Copy, Debug)]
+struct PortableF32<const S: usize>;
+
+impl<const S: usize> RowKernel<f32> for PortableF32<S> {
+    #[inline(always)]
+    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+        let n = if S == 0 { a.len() } else { S };
+        let mut acc = [0.0f32; LANES_F32];
+        for (ca, cb) in a[..n]
+            .chunks_exact(LANES_F32)
+            .zip(b[..n].chunks_exact(LANES_F32))
+        {
+            for l in 0..LANES_F32 {
+                acc[l] += ca[l] * cb[l];
+            }
+        }
+        ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+    }
+    #[inline(always)]
+    fn axpy(self, y: &mut [f32], alpha: f32, x: &[f32]) {
+        let n = if S == 0 { y.len() } else { S };
+        for (cy, cx) in y[..n]
+            .chunks_exact_mut(LANES_F32)
+            .zip(x[..n].chunks_exact(LANES_F32))
+        {
+            for l in 0..LANES_F32 {
+                cy[l] += alpha * cx[l];
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2_f32 {
+    use super::{RowKernel, LANES_F32};
+    use std::arch::x86_64::*;
+
+    /// AVX2 + FMA f32 kernel for rows of `S` values (`S = 0`: any multiple of 8). Built only by
+    /// [`super::dispatch_f32`] after the CPU check, as `Avx2` is.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Avx2F32<const S: usize>(());
+
+    impl<const S: usize> Avx2F32<S> {
+        /// # Safety
+        /// The CPU must support AVX2 and FMA.
+        #[inline(always)]
+        pub(super) unsafe fn new() -> Self {
+            Avx2F32(())
+        }
+    }
+
+    impl<const S: usize> RowKernel<f32> for Avx2F32<S> {
+        #[inline(always)]
+        fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+            let n = if S == 0 { a.len() } else { S };
+            assert!(a.len() >= n && b.len() >= n && n % LANES_F32 == 0);
+            // SAFETY: an `Avx2F32` exists only after the AVX2 + FMA check (see `new`); every
+            // load reads 8 values at `8 c + 8 <= n`, inside both slices (asserted above).
+            unsafe {
+                let mut acc = _mm256_setzero_ps();
+                for c in 0..n / LANES_F32 {
+                    let x = _mm256_loadu_ps(a.as_ptr().add(c * LANES_F32));
+                    let y = _mm256_loadu_ps(b.as_ptr().add(c * LANES_F32));
+                    acc = _mm256_fmadd_ps(x, y, acc);
+                }
+                // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the portable order.
+                let quad = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+                let pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+                _mm_cvtss_f32(_mm_add_ss(pair, _mm_shuffle_ps(pair, pair, 1)))
+            }
+        }
+
+        #[inline(always)]
+        fn axpy(self, y: &mut [f32], alpha: f32, x: &[f32]) {
+            let n = if S == 0 { y.len() } else { S };
+            assert!(y.len() >= n && x.len() >= n && n % LANES_F32 == 0);
+            // SAFETY: as in `dot`; loads and stores stay inside the asserted lengths.
+            unsafe {
+                let a = _mm256_set1_ps(alpha);
+                for c in 0..n / LANES_F32 {
+                    let py = y.as_mut_ptr().add(c * LANES_F32);
+                    let v = _mm256_fmadd_ps(
+                        a,
+                        _mm256_loadu_ps(x.as_ptr().add(c * LANES_F32)),
+                        _mm256_loadu_ps(py),
+                    );
+                    _mm256_storeu_ps(py, v);
+                }
+            }
+        }
+    }
+}
+
+macro_rules! by_stride_f32 {
+    ($stride:expr, $task:expr, $kernel:ident) => {
+        match $stride {
+            8 => $task.run($kernel::<8>()),
+            16 => $task.run($kernel::<16>()),
+            24 => $task.run($kernel::<24>()),
+            32 => $task.run($kernel::<32>()),
+            _ => $task.run($kernel::<0>()),
+        }
+    };
+}
+
+#[inline(always)]
+fn portable_f32<const S: usize>() -> PortableF32<S> {
+    PortableF32::<S>
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn dispatch_fma_f32<T: KernelTask<f32>>(stride: usize, task: T) -> T::Output {
+    #[inline(always)]
+    fn fma<const S: usize>() -> avx2_f32::Avx2F32<S> {
+        // SAFETY: only reached from `dispatch_fma_f32`, which runs only after `has_fma()`.
+        unsafe { avx2_f32::Avx2F32::<S>::new() }
+    }
+    by_stride_f32!(stride, task, fma)
+}
+
+/// [`dispatch`] for f32 rows: AVX2 + FMA when available, specialized for strides up to 32.
+#[inline]
+pub fn dispatch_f32<T: KernelTask<f32>>(stride: usize, task: T) -> T::Output {
+    #[cfg(target_arch = "x86_64")]
+    if has_fma() {
+        // SAFETY: the CPU supports AVX2 and FMA (checked just above), all it needs.
+        return unsafe { dispatch_fma_f32(stride, task) };
+    }
+    by_stride_f32!(stride, task, portable_f32)
+}
+
+/// [`dispatch_f32`] always on the portable kernels, so tests check them on any host.
+#[doc(hidden)]
+pub fn dispatch_f32_portable<T: KernelTask<f32>>(stride: usize, task: T) -> T::Output {
+    by_stride_f32!(stride, task, portable_f32)
+}
+
 /// Runs `f` compiled for AVX-512F (or AVX2) when the CPU has it, so that the plain loops it
 /// inlines (the updates, the gathers) use the wide vectors; the crate itself targets baseline
 /// x86-64. `f` must not rely on anything but ordinary arithmetic: results are the same either way.
@@ -280,5 +426,62 @@ mod tests {
         assert_eq!(y, [3.0, 5.0, 7.0, 9.0, 11.0, 1.0, 1.0, 1.0]);
         assert_eq!(padded_stride(19), 20);
         assert_eq!(padded_stride(1), 4);
+    }
+
+    /// The dot product and the axpy of rows `a`, `b` through whichever f32 kernel a dispatch
+    /// picks.
+    struct RowOps<'a> {
+        a: &'a [f32],
+        b: &'a [f32],
+    }
+
+    impl KernelTask<f32> for RowOps<'_> {
+        type Output = (f32, Vec<f32>);
+        fn run<K: RowKernel<f32>>(self, kernel: K) -> Self::Output {
+            let mut y = self.b.to_vec();
+            kernel.axpy(&mut y, 0.5, self.a);
+            (kernel.dot(self.a, self.b), y)
+        }
+    }
+
+    #[test]
+    fn f32_kernels_match_f64_arithmetic_on_every_stride_and_path() {
+        // Strides with a fixed-size kernel (8..32) and one without (40); values k/8, exact in
+        // f32, so the products and sums are exact below 2^24 and every path must agree with f64
+        // arithmetic exactly. The padding (beyond `vs`) of `a` is 0, that of `b` is junk.
+        for (vs, stride) in [(1, 8), (8, 8), (13, 16), (19, 24), (30, 32), (37, 40)] {
+            let a: Vec<f32> = (0..stride)
+                .map(|i| {
+                    if i < vs {
+                        (i % 7) as f32 / 8.0 + 0.25
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let b: Vec<f32> = (0..stride)
+                .map(|i| {
+                    if i < vs {
+                        3.0 - (i % 5) as f32 / 8.0
+                    } else {
+                        9.0
+                    }
+                })
+                .collect();
+            let dot: f64 = (0..vs).map(|i| a[i] as f64 * b[i] as f64).sum();
+            let axpy: Vec<f32> = (0..stride).map(|i| b[i] + 0.5 * a[i]).collect();
+            for (path, (d, y)) in [
+                ("dispatched", dispatch_f32(stride, RowOps { a: &a, b: &b })),
+                (
+                    "portable",
+                    dispatch_f32_portable(stride, RowOps { a: &a, b: &b }),
+                ),
+            ] {
+                assert_eq!(d as f64, dot, "{path} dot at stride {stride}");
+                assert_eq!(y, axpy, "{path} axpy at stride {stride}");
+            }
+        }
+        assert_eq!(crate::real::padded_stride_of::<f32>(19), 24);
+        assert_eq!(crate::real::padded_stride_of::<f32>(1), 8);
     }
 }

@@ -5,9 +5,22 @@ use parbench_common::{Csr, Rng};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::reference::reference_wmd;
 use sinkhorn::{
-    variants, Control, IterationReport, Par, SinkhornParams, WmdError, WmdOutput, WmdProblem,
-    WmdSolver,
+    variants, Control, IterationReport, Par, Precision, SinkhornParams, WmdError, WmdOutput,
+    WmdProblem, WmdSolver,
 };
+
+/// The agreement an f32 solve is held to, relative: its inputs are rounded to 24 bits and each
+/// distance comes through tens of dependent roundings per iteration, so about a hundred ulps of
+/// f32 (epsilon 1.2e-7). Measured at most ~1e-7 on these problems and 7e-8 at the paper's shape.
+const F32_TOL: f64 = 1e-5;
+
+/// `f64_tol` for the f64 variants, [`F32_TOL`] for `doc-major-f32`.
+fn tolerance(v: &dyn WmdSolver, f64_tol: f64) -> f64 {
+    match v.precision() {
+        Precision::F64 => f64_tol,
+        Precision::F32 => F32_TOL,
+    }
+}
 
 fn quiet(_: &IterationReport) -> Control {
     Control::Continue
@@ -144,7 +157,12 @@ fn every_variant_agrees_with_the_reference() {
                 for threads in [1, 2, 3] {
                     let out = solve(v.as_ref(), &problem, &params, threads).unwrap();
                     let what = format!("{} on {name}, {params:?}, {threads} threads", v.name());
-                    assert_close(&what, &out.distances, &expected, 1e-10);
+                    assert_close(
+                        &what,
+                        &out.distances,
+                        &expected,
+                        tolerance(v.as_ref(), 1e-10),
+                    );
                     assert!(
                         out.iterations <= params.max_iter,
                         "{what}: {} iterations",
@@ -185,11 +203,32 @@ fn one_word_query_and_one_word_documents_give_the_euclidean_distance() {
             max_iter: 5,
             tol: None,
         };
+        let farthest = expected.iter().fold(0.0f64, |m, &d| m.max(d));
         for v in variants() {
-            let out = solve(v.as_ref(), &problem, &params, 2).unwrap();
             let what = format!("{} at lambda {lambda}", v.name());
+            let got = solve(v.as_ref(), &problem, &params, 2);
+            // f32's exponent range ends near exp(-87) (exp(-103) with subnormals): beyond it
+            // the f32 solve must say it underflowed; well inside it, it must be right.
+            if v.precision() == Precision::F32 && lambda * farthest > 80.0 {
+                assert!(
+                    matches!(got, Ok(_) | Err(WmdError::Underflow { .. })),
+                    "{what}: {got:?}"
+                );
+                if lambda * farthest > 110.0 {
+                    assert_eq!(got, Err(WmdError::Underflow { lambda }), "{what}");
+                }
+                if got.is_err() {
+                    continue;
+                }
+            }
+            let out = got.unwrap();
             assert_eq!(out.distances[0], 0.0, "{what}: a word against itself");
-            assert_close(&what, &out.distances, &expected, 1e-12);
+            assert_close(
+                &what,
+                &out.distances,
+                &expected,
+                tolerance(v.as_ref(), 1e-12),
+            );
         }
     }
 }
@@ -404,7 +443,7 @@ fn with_a_tolerance_a_document_does_not_depend_on_its_batch() {
             &format!("{} on the odd documents", v.name()),
             &odd.distances,
             &expected,
-            1e-12,
+            tolerance(v.as_ref(), 1e-12),
         );
         assert!(
             all.iterations < params.max_iter,
@@ -460,9 +499,13 @@ fn progress_reports_every_iteration_and_stop_is_honoured() {
         // Stop after 3 of 9 reports (no tolerance, so nothing else ends the loop first): no
         // report after the stop, and the output is exactly that of a run of the iterations it
         // reports. Every variant that sweeps all documents once per iteration stops its loop
-        // there, after 3; `doc-major` runs every document's iterations before it reports (its
-        // module docs), so a stop ends the replay of its reports, not its work: it reports all 9.
-        let expected_iterations = if v.name() == "doc-major" { 9 } else { 3 };
+        // there, after 3; `doc-major` (and its f32 twin) runs every document's iterations before
+        // it reports (its module docs), so a stop ends the replay of its reports, not its work.
+        let expected_iterations = if v.name().starts_with("doc-major") {
+            9
+        } else {
+            3
+        };
         let mut calls = 0;
         let stopped = v
             .solve(

@@ -1,0 +1,189 @@
+//! The floating-point type a solve runs in: `f64` (every variant) or `f32` (`doc-major-f32`).
+//!
+//! Everything that differs between the two sits here, so the kernels are written once, generic
+//! over [`Real`]: where the embeddings come from ([`WmdProblem::vecs`] or the `f32` copy
+//! [`WmdProblem::vecs_f32`]), the width of the row kernels' vectors and which kernels
+//! [`Real::dispatch`] compiles, and how `exp` is taken. Inputs (document weights, query weights,
+//! `lambda`) stay `f64` and are rounded where a kernel reads them; the distances a solve returns
+//! are `f64` whatever it ran in.
+
+use crate::buffer::ZeroedBuf;
+use crate::pool::Pool;
+use crate::problem::WmdProblem;
+use crate::row_kernel::KernelTask;
+use parbench_common::work::Precision;
+use std::fmt::Debug;
+use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
+
+/// `f64` or `f32`, with what the Sinkhorn kernels need of each.
+pub trait Real:
+    Copy
+    + Send
+    + Sync
+    + Debug
+    + Default
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + 'static
+{
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// Values in one AVX2 vector: the row kernels' lane count, and what rows are padded to.
+    const LANES: usize;
+    /// Bytes per value.
+    const BYTES: usize;
+    /// The [`Precision`] work is counted in.
+    const PRECISION: Precision;
+    /// Below this fraction of `|a|^2 + |b|^2` the distance kernel's GEMM form
+    /// `|a|^2 + |b|^2 - 2 a.b` has lost too many digits to cancellation (its absolute error is
+    /// about the type's epsilon times `|a|^2 + |b|^2`), and the squared distance is summed
+    /// directly. f64: 1e-4 keeps the relative error below ~1e-12, for the 1e-10 agreement the
+    /// tests demand. f32: 1e-2 keeps it below ~1e-5, under the error f32's rounding leaves in
+    /// the iteration anyway. Real embeddings rarely come this close except for identical words,
+    /// which then get exactly 0.
+    const CANCELLATION_RATIO: f64;
+
+    /// `x` rounded to this type.
+    fn from_f64(x: f64) -> Self;
+    /// `self` as f64 (exact).
+    fn to_f64(self) -> f64;
+    /// Neither NaN nor infinite.
+    fn is_finite(self) -> bool;
+    /// `|self|`.
+    fn abs(self) -> Self;
+    /// The larger of the two (the other when one is NaN).
+    fn max(self, other: Self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// The problem's embeddings in this type, row-major `V x d`.
+    fn embeddings(problem: &WmdProblem) -> &[Self];
+    /// The query's distances to `words`, word-major, rows padded to [`Real::LANES`]
+    /// (see [`crate::distance`]).
+    fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<Self>;
+    /// `out[i] = exp(-lambda * m[i])`, each exponential within about one ulp of this type's.
+    fn exp_neg_scaled(m: &[Self], lambda: f64, out: &mut [Self]);
+    /// Runs `task` with the best row kernel for this type, this CPU and `stride`.
+    fn dispatch<T: KernelTask<Self>>(stride: usize, task: T) -> T::Output;
+}
+
+impl Real for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    const LANES: usize = 4;
+    const BYTES: usize = 8;
+    const PRECISION: Precision = Precision::F64;
+    const CANCELLATION_RATIO: f64 = 1e-4;
+    #[inline(always)]
+    fn from_f64(x: f64) -> f64 {
+        x
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> f64 {
+        f64::abs(self)
+    }
+    #[inline(always)]
+    fn max(self, other: f64) -> f64 {
+        f64::max(self, other)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    fn embeddings(problem: &WmdProblem) -> &[f64] {
+        problem.vecs()
+    }
+    fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<f64> {
+        crate::distance::query_distances(problem, words, pool)
+    }
+    fn exp_neg_scaled(m: &[f64], lambda: f64, out: &mut [f64]) {
+        for (k, &d) in out.iter_mut().zip(m) {
+            *k = -lambda * d;
+        }
+        crate::fast_exp::exp_in_place(out);
+    }
+    #[inline(always)]
+    fn dispatch<T: KernelTask<f64>>(stride: usize, task: T) -> T::Output {
+        crate::row_kernel::dispatch(stride, task)
+    }
+}
+
+impl Real for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    const LANES: usize = 8;
+    const BYTES: usize = 4;
+    const PRECISION: Precision = Precision::F32;
+    const CANCELLATION_RATIO: f64 = 1e-2;
+    #[inline(always)]
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f32::is_finite(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
+    #[inline(always)]
+    fn max(self, other: f32) -> f32 {
+        f32::max(self, other)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    fn embeddings(problem: &WmdProblem) -> &[f32] {
+        problem.vecs_f32()
+    }
+    /// The GEMM path (the AVX-512 microkernel is f64's).
+    fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<f32> {
+        crate::distance::query_distances_gemm(problem, words, pool)
+    }
+    /// The exponentials are taken in f64 by the vectorized kernel and rounded once, so each is
+    /// the correctly rounded f32 but for double rounding (at most one ulp); the f64 scratch is a
+    /// few KB on the stack, in L1.
+    fn exp_neg_scaled(m: &[f32], lambda: f64, out: &mut [f32]) {
+        const BLOCK: usize = 512;
+        let mut wide = [0.0f64; BLOCK];
+        for (m, out) in m.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+            let wide = &mut wide[..m.len()];
+            for (w, &d) in wide.iter_mut().zip(m) {
+                *w = -lambda * d as f64;
+            }
+            crate::fast_exp::exp_in_place(wide);
+            for (o, &w) in out.iter_mut().zip(wide.iter()) {
+                *o = w as f32;
+            }
+        }
+    }
+    #[inline(always)]
+    fn dispatch<T: KernelTask<f32>>(stride: usize, task: T) -> T::Output {
+        crate::row_kernel::dispatch_f32(stride, task)
+    }
+}
+
+/// `v_s` rounded up to a multiple of `E::LANES`: the row length of every per-query array.
+pub fn padded_stride_of<E: Real>(vs: usize) -> usize {
+    vs.div_ceil(E::LANES) * E::LANES
+}
