@@ -25,7 +25,7 @@ sweep:
   threads: [1, 2]
 repetitions: 2
 warmup: 0
-equivalence: {{ reference: dense, rel_tol: 1.0e-10 }}
+equivalence: {{ reference: dense, rel_tol: 1.0e-5 }}
 claims:
   - {{ kind: equivalence, name: every variant agrees with dense }}
 ",
@@ -55,11 +55,12 @@ fn every_registered_variant_runs_in_the_harness_and_agrees_with_dense() {
             let err = row
                 .equiv_rel_error
                 .unwrap_or_else(|| panic!("no equivalence error recorded: {row:?}"));
-            assert!(
-                err <= 1e-10,
-                "{} differs from dense by {err:e}",
-                row.variant
-            );
+            // The experiment's tolerance admits the f32 variant; the f64 ones are held to theirs.
+            let tol = match sinkhorn::variant(&row.variant).unwrap().precision() {
+                sinkhorn::Precision::F64 => 1e-10,
+                sinkhorn::Precision::F32 => 1e-5,
+            };
+            assert!(err <= tol, "{} differs from dense by {err:e}", row.variant);
         }
         // The phases of the paper's breakdown are recorded (their values are timings: only
         // their sign is checked).

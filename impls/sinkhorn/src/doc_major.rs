@@ -40,9 +40,11 @@ pub struct DocMajorFused;
 /// kernels, `x` and `u` rounded to f32, so twice the values fit in each vector and half the bytes
 /// move; inputs are rounded once, distances returned (and each document's accumulated) in f64.
 /// Its error against the f64 solve is about f32's epsilon times the iteration's growth of
-/// rounding, ~1e-5 relative at the paper's shape; `lambda` must keep `exp(-lambda M)` above
-/// f32's smallest normal (about `lambda M < 87`, against 708 in f64), or the solve reports an
-/// underflow.
+/// rounding, at most ~1e-7 of the largest distance at the paper's shape. Each word's kernel
+/// rows are scaled so that their largest entry is 1 (`Real::exp_neg_scaled`), so f32's narrow
+/// exponent range bounds only the spread `lambda (max_s M - min_s M)` of a word's distances to
+/// the query words (about 87, against 708 for `lambda M` itself in f64); past it the solve
+/// reports an underflow.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DocMajorFusedF32;
 

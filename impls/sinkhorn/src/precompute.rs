@@ -121,7 +121,7 @@ fn precompute_arrays<E: Real>(
     let work = |(((m, kt), km), mut kr): Rows<E>| {
         // The exponentials of a whole chunk at once (vectorized, padding included), then the
         // products row by row while the chunk (160 KB) is still in L2.
-        E::exp_neg_scaled(m, lambda, kt);
+        E::exp_neg_scaled(m, lambda, stride, vs, kt);
         for (row, ((mrow, ktrow), kmrow)) in m
             .chunks_exact(stride)
             .zip(kt.chunks_exact_mut(stride))

@@ -67,8 +67,14 @@ pub trait Real:
     /// The query's distances to `words`, word-major, rows padded to [`Real::LANES`]
     /// (see [`crate::distance`]).
     fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<Self>;
-    /// `out[i] = exp(-lambda * m[i])`, each exponential within about one ulp of this type's.
-    fn exp_neg_scaled(m: &[Self], lambda: f64, out: &mut [Self]);
+    /// The kernel rows of `m` (word-major rows of `stride` values, `vs` of them used):
+    /// `out[i] = exp(-lambda * m[i])` in f64, each within about one ulp. In f32 each row is
+    /// first shifted by its smallest used distance, `exp(-lambda (m[i] - min_s m[s]))`, so its
+    /// largest entry is 1: scaling a word's rows of `K`, `K / r` and `K .* M` by one factor
+    /// leaves `x` and the distances unchanged (`v` takes the inverse factor), and f32's
+    /// exponent range (down to about `exp(-87)`) then limits only the spread of a word's
+    /// distances to the query, not the distances themselves.
+    fn exp_neg_scaled(m: &[Self], lambda: f64, stride: usize, vs: usize, out: &mut [Self]);
     /// Runs `task` with the best row kernel for this type, this CPU and `stride`.
     fn dispatch<T: KernelTask<Self>>(stride: usize, task: T) -> T::Output;
 }
@@ -110,7 +116,7 @@ impl Real for f64 {
     fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<f64> {
         crate::distance::query_distances(problem, words, pool)
     }
-    fn exp_neg_scaled(m: &[f64], lambda: f64, out: &mut [f64]) {
+    fn exp_neg_scaled(m: &[f64], lambda: f64, _stride: usize, _vs: usize, out: &mut [f64]) {
         for (k, &d) in out.iter_mut().zip(m) {
             *k = -lambda * d;
         }
@@ -162,14 +168,19 @@ impl Real for f32 {
     }
     /// The exponentials are taken in f64 by the vectorized kernel and rounded once, so each is
     /// the correctly rounded f32 but for double rounding (at most one ulp); the f64 scratch is a
-    /// few KB on the stack, in L1.
-    fn exp_neg_scaled(m: &[f32], lambda: f64, out: &mut [f32]) {
+    /// few KB on the stack, in L1. Padding entries come out as 1 (the caller zeroes them).
+    fn exp_neg_scaled(m: &[f32], lambda: f64, stride: usize, vs: usize, out: &mut [f32]) {
         const BLOCK: usize = 512;
-        let mut wide = [0.0f64; BLOCK];
-        for (m, out) in m.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        let rows = (BLOCK / stride).max(1);
+        let mut wide = vec![0.0f64; rows * stride];
+        for (m, out) in m.chunks(rows * stride).zip(out.chunks_mut(rows * stride)) {
             let wide = &mut wide[..m.len()];
-            for (w, &d) in wide.iter_mut().zip(m) {
-                *w = -lambda * d as f64;
+            for (w, m) in wide.chunks_exact_mut(stride).zip(m.chunks_exact(stride)) {
+                let shift = m[..vs].iter().fold(f32::INFINITY, |a, &b| a.min(b)) as f64;
+                for (w, &d) in w[..vs].iter_mut().zip(m) {
+                    *w = -lambda * (d as f64 - shift);
+                }
+                w[vs..].fill(0.0);
             }
             crate::fast_exp::exp_in_place(wide);
             for (o, &w) in out.iter_mut().zip(wide.iter()) {
