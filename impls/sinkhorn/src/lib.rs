@@ -27,8 +27,9 @@
 //! - [`DocMajorFused`]: parbench's own extension: the documents are independent, so each thread
 //!   owns whole documents (nnz-balanced) and runs every iteration of one document while its rows
 //!   of `K` sit in L1; no conflicts, no reduction, one pass over `c` in all.
-//! - [`DocMajorFusedF32`]: the same in f32 (embeddings, kernels, `x`, `u`), for about twice the
-//!   speed at an error of ~1e-5 relative; every other variant computes in f64.
+//! - [`DocMajorFusedF32`]: the same in f32 (embeddings, kernels, `x`, `u`; distances returned in
+//!   f64), half the bytes at an error below 1e-7 of the largest distance at the paper's shape;
+//!   every other variant computes in f64.
 //!
 //! Convergence: with `tol = None` every variant runs exactly `max_iter` iterations. With a
 //! tolerance, each document stops on its own once the largest relative change of its column of
