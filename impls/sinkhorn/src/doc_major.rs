@@ -24,7 +24,7 @@ use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
 use crate::real::Real;
-use crate::row_kernel::{KernelTask, RowKernel};
+use crate::row_kernel::{FusedRows, KernelTask, RowKernel};
 use crate::{iterate, precompute};
 use crate::{Par, WmdSolver, Work};
 use parbench_common::partition::rows_balanced;
@@ -136,11 +136,14 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
         iterate::init_doc(&mut s.x, &mut s.u, vs);
         for iteration in 0..params.max_iter {
             s.x_new.fill(E::ZERO);
-            for (&k, &c) in s.rows.iter().zip(&s.weights) {
-                let k = k as usize;
-                let w = c / kernel.dot(kernels.kt_row(k), &s.u);
-                kernel.axpy(&mut s.x_new, w, kernels.kr_row(k));
-            }
+            let rows = FusedRows {
+                kt: &kernels.kt,
+                kr: &kernels.kr,
+                stride,
+                rows: &s.rows,
+                weights: &s.weights,
+            };
+            kernel.fused_doc(rows, &s.u, &mut s.x_new);
             let change = iterate::update_doc(&mut s.x, &mut s.u, &s.x_new, vs, params.lambda)?;
             stats.loop_nnz += words.len();
             let converged = params.tol.is_some_and(|t| change <= t);

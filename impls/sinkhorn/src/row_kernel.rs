@@ -12,6 +12,8 @@
 /// Width of the fixed-size chunks in the dot products and updates (one AVX2 vector of f64).
 pub const LANES: usize = 4;
 
+use crate::real::Real;
+
 /// `v_s` rounded up to a multiple of [`LANES`] (the f64 kernels' rows).
 pub fn padded_stride(vs: usize) -> usize {
     crate::real::padded_stride_of::<f64>(vs)
@@ -39,12 +41,38 @@ pub fn axpy(y: &mut [f64], alpha: f64, x: &[f64]) {
 ///
 /// The f32 kernels (`E = f32`, built by [`dispatch_f32`]) work the same way on 8 lanes, reduced
 /// as `((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))`.
-pub trait RowKernel<E = f64>: Copy + Send + Sync {
+pub trait RowKernel<E: Real = f64>: Copy + Send + Sync {
     /// Dot product of the first `stride` values of `a` and `b`, lane-wise then `(l0 + l2) + (l1 +
     /// l3)`.
     fn dot(self, a: &[E], b: &[E]) -> E;
     /// `y += alpha * x` over the first `stride` values.
     fn axpy(self, y: &mut [E], alpha: E, x: &[E]);
+
+    /// One document's fused SDDMM + SpMM: for each of its nonzeros, in order, word row `k` and
+    /// weight `c`, `x_new += (c / dot(kt[k], u)) * kr[k]`, where `kt[k]` and `kr[k]` are rows `k`
+    /// of the word-major arrays of row length `stride`. The vector kernels keep `x_new` in
+    /// registers for the whole document, so consecutive nonzeros do not wait on its store and
+    /// reload; the operations and their order are those of [`RowKernel::axpy`], so the bits are.
+    #[inline(always)]
+    fn fused_doc(self, rows: FusedRows<'_, E>, u: &[E], x_new: &mut [E]) {
+        fused_doc_in_memory(self, rows, u, x_new)
+    }
+}
+
+/// What [`RowKernel::fused_doc`] reads of one document: its nonzeros (word rows and weights) and
+/// the word-major kernel arrays they index.
+#[derive(Clone, Copy, Debug)]
+pub struct FusedRows<'a, E> {
+    /// `K^T`, rows of `stride` values.
+    pub kt: &'a [E],
+    /// `(K / r)^T`, rows of `stride` values.
+    pub kr: &'a [E],
+    /// Row length of both.
+    pub stride: usize,
+    /// The document's words, as rows of the arrays.
+    pub rows: &'a [u32],
+    /// The document's weights, one per row.
+    pub weights: &'a [E],
 }
 
 /// Portable kernel for rows of exactly `S` values.
@@ -99,7 +127,7 @@ impl<const S: usize> RowKernel for Fixed<S> {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{RowKernel, LANES};
+    use super::{fused_doc_in_memory, FusedRows, RowKernel, LANES};
     use std::arch::x86_64::*;
 
     /// AVX2 + FMA kernel for rows of `S` values (`S = 0`: any multiple of 4, read from the slice).
@@ -155,12 +183,60 @@ mod avx2 {
                 }
             }
         }
+
+        #[inline(always)]
+        fn fused_doc(self, rows: FusedRows<'_, f64>, u: &[f64], x_new: &mut [f64]) {
+            const MAX_VECTORS: usize = 8;
+            if S == 0 || S / LANES > MAX_VECTORS || rows.stride != S {
+                return fused_doc_in_memory(self, rows, u, x_new);
+            }
+            assert!(x_new.len() >= S);
+            // SAFETY: an `Avx2` exists only after the AVX2 + FMA check (see `new`); the loads
+            // and stores of `x_new` stay inside its asserted `S` values, and each row is a
+            // checked slice of `S` values.
+            unsafe {
+                let mut acc = [_mm256_setzero_pd(); MAX_VECTORS];
+                for (c, acc) in acc.iter_mut().enumerate().take(S / LANES) {
+                    *acc = _mm256_loadu_pd(x_new.as_ptr().add(c * LANES));
+                }
+                for (&k, &weight) in rows.rows.iter().zip(rows.weights) {
+                    let k = k as usize * S;
+                    let w = weight / self.dot(&rows.kt[k..k + S], u);
+                    let row = &rows.kr[k..k + S];
+                    let a = _mm256_set1_pd(w);
+                    for (c, acc) in acc.iter_mut().enumerate().take(S / LANES) {
+                        *acc =
+                            _mm256_fmadd_pd(a, _mm256_loadu_pd(row.as_ptr().add(c * LANES)), *acc);
+                    }
+                }
+                for (c, acc) in acc.iter().enumerate().take(S / LANES) {
+                    _mm256_storeu_pd(x_new.as_mut_ptr().add(c * LANES), *acc);
+                }
+            }
+        }
+    }
+}
+
+/// [`RowKernel::fused_doc`] with `x_new` in memory: the trait's own loop, for the kernels that
+/// override it and meet a stride they do not keep in registers.
+#[inline(always)]
+fn fused_doc_in_memory<E: Real, K: RowKernel<E>>(
+    kernel: K,
+    rows: FusedRows<'_, E>,
+    u: &[E],
+    x_new: &mut [E],
+) {
+    let stride = rows.stride;
+    for (&k, &c) in rows.rows.iter().zip(rows.weights) {
+        let k = k as usize * stride;
+        let w = c / kernel.dot(&rows.kt[k..k + stride], u);
+        kernel.axpy(x_new, w, &rows.kr[k..k + stride]);
     }
 }
 
 /// A kernel body generic over the row kernel, so that [`dispatch`] can compile it once per
 /// instruction set and stride.
-pub trait KernelTask<E = f64> {
+pub trait KernelTask<E: Real = f64> {
     /// What the kernel body returns.
     type Output;
     /// Runs the body with `kernel`; monomorphized once per kernel type [`dispatch`] (or
@@ -281,7 +357,7 @@ impl<const S: usize> RowKernel<f32> for PortableF32<S> {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2_f32 {
-    use super::{RowKernel, LANES_F32};
+    use super::{fused_doc_in_memory, FusedRows, RowKernel, LANES_F32};
     use std::arch::x86_64::*;
 
     /// AVX2 + FMA f32 kernel for rows of `S` values (`S = 0`: any multiple of 8). Built only by
@@ -334,6 +410,38 @@ mod avx2_f32 {
                         _mm256_loadu_ps(py),
                     );
                     _mm256_storeu_ps(py, v);
+                }
+            }
+        }
+
+        #[inline(always)]
+        fn fused_doc(self, rows: FusedRows<'_, f32>, u: &[f32], x_new: &mut [f32]) {
+            const MAX_VECTORS: usize = 4;
+            if S == 0 || S / LANES_F32 > MAX_VECTORS || rows.stride != S {
+                return fused_doc_in_memory(self, rows, u, x_new);
+            }
+            assert!(x_new.len() >= S);
+            // SAFETY: as in the f64 kernel's `fused_doc`.
+            unsafe {
+                let mut acc = [_mm256_setzero_ps(); MAX_VECTORS];
+                for (c, acc) in acc.iter_mut().enumerate().take(S / LANES_F32) {
+                    *acc = _mm256_loadu_ps(x_new.as_ptr().add(c * LANES_F32));
+                }
+                for (&k, &weight) in rows.rows.iter().zip(rows.weights) {
+                    let k = k as usize * S;
+                    let w = weight / self.dot(&rows.kt[k..k + S], u);
+                    let row = &rows.kr[k..k + S];
+                    let a = _mm256_set1_ps(w);
+                    for (c, acc) in acc.iter_mut().enumerate().take(S / LANES_F32) {
+                        *acc = _mm256_fmadd_ps(
+                            a,
+                            _mm256_loadu_ps(row.as_ptr().add(c * LANES_F32)),
+                            *acc,
+                        );
+                    }
+                }
+                for (c, acc) in acc.iter().enumerate().take(S / LANES_F32) {
+                    _mm256_storeu_ps(x_new.as_mut_ptr().add(c * LANES_F32), *acc);
                 }
             }
         }
@@ -441,6 +549,77 @@ mod tests {
             let mut y = self.b.to_vec();
             kernel.axpy(&mut y, 0.5, self.a);
             (kernel.dot(self.a, self.b), y)
+        }
+    }
+
+    /// One document through `fused_doc` and through the in-memory loop, with the same kernel.
+    struct BothFused<'a, E> {
+        rows: FusedRows<'a, E>,
+        u: &'a [E],
+    }
+
+    impl<E: Real> KernelTask<E> for BothFused<'_, E> {
+        type Output = (Vec<E>, Vec<E>);
+        fn run<K: RowKernel<E>>(self, kernel: K) -> Self::Output {
+            let start: Vec<E> = (0..self.rows.stride)
+                .map(|i| E::from_f64(0.5 + i as f64 / 64.0))
+                .collect();
+            let (mut fused, mut memory) = (start.clone(), start);
+            kernel.fused_doc(self.rows, self.u, &mut fused);
+            fused_doc_in_memory(kernel, self.rows, self.u, &mut memory);
+            (fused, memory)
+        }
+    }
+
+    /// Kernel rows of 5 words for `vs` query words (padding 0), a 7-nonzero document over them
+    /// with a repeated word, and `u`; irrational-ish values so that every rounding matters.
+    fn fused_case<E: Real>(vs: usize, stride: usize) -> (Vec<E>, Vec<E>, Vec<u32>, Vec<E>, Vec<E>) {
+        let value = |i: usize, j: usize| {
+            if j < vs {
+                E::from_f64(((i * 31 + j * 17) % 97) as f64 / 97.0 + 0.1f64.sqrt())
+            } else {
+                E::ZERO
+            }
+        };
+        let kt = (0..5 * stride)
+            .map(|n| value(n / stride, n % stride))
+            .collect();
+        let kr = (0..5 * stride)
+            .map(|n| value(n / stride + 7, n % stride))
+            .collect();
+        let rows = vec![3, 0, 4, 4, 1, 2, 3];
+        let weights = (0..7)
+            .map(|i| E::from_f64(1.0 / (i as f64 + 3.0)))
+            .collect();
+        let u = (0..stride).map(|j| value(11, j)).collect();
+        (kt, kr, rows, weights, u)
+    }
+
+    #[test]
+    fn fused_doc_in_registers_equals_the_in_memory_loop_bit_for_bit() {
+        for vs in [1, 4, 7, 13, 19, 24, 29, 32, 37] {
+            let stride = padded_stride(vs);
+            let (kt, kr, rows, weights, u) = fused_case::<f64>(vs, stride);
+            let rows = FusedRows {
+                kt: &kt,
+                kr: &kr,
+                stride,
+                rows: &rows,
+                weights: &weights,
+            };
+            let (fused, memory) = dispatch(stride, BothFused { rows, u: &u });
+            assert_eq!(fused, memory, "f64, stride {stride}");
+            let stride = crate::real::padded_stride_of::<f32>(vs);
+            let (kt, kr, rows, weights, u) = fused_case::<f32>(vs, stride);
+            let rows = FusedRows {
+                kt: &kt,
+                kr: &kr,
+                stride,
+                rows: &rows,
+                weights: &weights,
+            };
+            let (fused, memory) = dispatch_f32(stride, BothFused { rows, u: &u });
+            assert_eq!(fused, memory, "f32, stride {stride}");
         }
     }
 
