@@ -571,9 +571,12 @@ mod tests {
         }
     }
 
+    /// `K^T`, `(K / r)^T`, the document's rows and weights, and `u`.
+    type FusedCase<E> = (Vec<E>, Vec<E>, Vec<u32>, Vec<E>, Vec<E>);
+
     /// Kernel rows of 5 words for `vs` query words (padding 0), a 7-nonzero document over them
     /// with a repeated word, and `u`; irrational-ish values so that every rounding matters.
-    fn fused_case<E: Real>(vs: usize, stride: usize) -> (Vec<E>, Vec<E>, Vec<u32>, Vec<E>, Vec<E>) {
+    fn fused_case<E: Real>(vs: usize, stride: usize) -> FusedCase<E> {
         let value = |i: usize, j: usize| {
             if j < vs {
                 E::from_f64(((i * 31 + j * 17) % 97) as f64 / 97.0 + 0.1f64.sqrt())
