@@ -11,7 +11,7 @@ use crate::buffer::ZeroedBuf;
 use crate::pool::Pool;
 use crate::problem::WmdProblem;
 use crate::real::{padded_stride_of, Real};
-use crate::row_kernel::{padded_stride, LANES};
+use crate::row_kernel::LANES;
 use rayon::prelude::*;
 
 /// Words per GEMM block of the distance computation: 256 embeddings of d = 300 are 600 KB, so a
@@ -28,7 +28,7 @@ const DISTANCE_TASK_WORDS: usize = 256;
 pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf {
     #[cfg(target_arch = "x86_64")]
     if crate::distance_avx512::available() {
-        return query_distances_avx512(problem, words, pool);
+        return query_distances_avx512::<f64>(problem, words, pool);
     }
     query_distances_gemm(problem, words, pool)
 }
@@ -47,19 +47,18 @@ fn query_vectors<E: Real>(problem: &WmdProblem) -> (Vec<E>, Vec<E>) {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn query_distances_avx512(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf {
+pub(crate) fn query_distances_avx512<E: crate::distance_avx512::Avx512Real>(
+    problem: &WmdProblem,
+    words: &[u32],
+    pool: &Pool,
+) -> ZeroedBuf<E> {
     use crate::distance_avx512::{distances, QueryPack};
-    let stride = padded_stride(problem.query().len());
-    let (query_vecs, query_norms) = query_vectors::<f64>(problem);
-    let pack = QueryPack::new(
-        &query_vecs,
-        &query_norms,
-        problem.dim(),
-        <f64 as Real>::CANCELLATION_RATIO,
-    );
-    let vecs = problem.vecs();
+    let stride = padded_stride_of::<E>(problem.query().len());
+    let (query_vecs, query_norms) = query_vectors::<E>(problem);
+    let pack = QueryPack::new(&query_vecs, &query_norms, problem.dim());
+    let vecs = E::embeddings(problem);
     let mut out = ZeroedBuf::zeroed(words.len() * stride);
-    let task = |(words, out): (&[u32], &mut [f64])| {
+    let task = |(words, out): (&[u32], &mut [E])| {
         // SAFETY: `available()` said the CPU has AVX-512F (checked by the caller); the target
         // feature does not cross into rayon's closure, hence the call in each task.
         unsafe { distances(&pack, vecs, words, stride, out) }
@@ -212,10 +211,13 @@ pub(crate) mod tests {
             let words = WordSet::used(p.docs_by_word()).words;
             for threads in [1, 2] {
                 let pool = Pool::new(Par::threads(threads)).unwrap();
-                let m = query_distances_gemm::<f32>(&p, &words, &pool);
+                // The dispatched path (the AVX-512 kernel where the host has it) and the GEMM.
+                let fast = <f32 as Real>::distances(&p, &words, &pool);
+                let gemm = query_distances_gemm::<f32>(&p, &words, &pool);
                 for (k, &w) in words.iter().enumerate() {
                     for s in 0..stride {
-                        let got = m[k * stride + s];
+                        let (got, other) = (fast[k * stride + s], gemm[k * stride + s]);
+                        assert!((got - other).abs() <= 1e-5 * got.abs(), "{got} vs {other}");
                         if s >= vs {
                             assert_eq!(got, 0.0, "padding");
                             continue;
@@ -240,7 +242,7 @@ pub(crate) mod tests {
         // counts that leave short blocks; both sequential and threaded.
         for (vs, dim, vocab) in [(1, 5, 9), (19, 37, 301), (24, 16, 77), (30, 300, 90)] {
             let p = random_problem(vs as u64, vocab, dim, vs);
-            let stride = padded_stride(vs);
+            let stride = crate::row_kernel::padded_stride(vs);
             let used = WordSet::used(p.docs_by_word());
             let scattered: Vec<u32> = used.words.iter().copied().filter(|w| w % 4 != 1).collect();
             for threads in [1, 2] {

@@ -17,15 +17,207 @@
 //!
 //! Cost: `2 n_w ceil(v_s / 8) 8 d` flops in the FMA units (`v_s = 19` pads to 24 lanes, 79% useful)
 //! plus `2 n_w d` for the norms; memory: each embedding row once.
+//!
+//! The kernel is generic over the element ([`Avx512Real`]: f64 in 8-lane vectors, f32 in 16-lane
+//! ones, for `doc-major-f32`); a panel is three vectors of either, 192 bytes a row. In f32 a
+//! 19-word query takes two vectors a row (16 FMAs per dimension and block against f64's 24) and
+//! the embeddings are half the bytes.
 
+use crate::real::Real;
 use std::arch::x86_64::*;
 
 /// Words per microkernel call.
 const MR: usize = 8;
-/// Query columns per panel: three 8-lane vectors.
-const PANEL: usize = 24;
 /// Vectors per panel.
-const PANEL_VECTORS: usize = PANEL / 8;
+const PANEL_VECTORS: usize = 3;
+
+/// The AVX-512F vector of an element type, and the operations the kernel takes from it. Every
+/// method requires AVX-512F, which the kernel's entry point [`distances`] has checked
+/// ([`available`]).
+pub(crate) trait Avx512Real: Real {
+    /// The 512-bit vector.
+    type V: Copy;
+    /// Lanes per vector.
+    const VL: usize;
+    /// Query columns per panel.
+    const PANEL: usize = PANEL_VECTORS * Self::VL;
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn zero() -> Self::V;
+    /// # Safety
+    /// AVX-512F; `p` 64-byte aligned with `VL` readable values.
+    unsafe fn load(p: *const Self) -> Self::V;
+    /// # Safety
+    /// AVX-512F; `VL` readable values at `p`.
+    unsafe fn loadu(p: *const Self) -> Self::V;
+    /// # Safety
+    /// AVX-512F; the lanes of `mask` readable at `p`.
+    unsafe fn maskz_loadu(mask: u32, p: *const Self) -> Self::V;
+    /// # Safety
+    /// AVX-512F; the lanes of `mask` writable at `p`.
+    unsafe fn mask_storeu(p: *mut Self, mask: u32, v: Self::V);
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn splat(x: Self) -> Self::V;
+    /// `a b + c` with one rounding.
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn fmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn vadd(a: Self::V, b: Self::V) -> Self::V;
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn vmul(a: Self::V, b: Self::V) -> Self::V;
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn vsqrt(a: Self::V) -> Self::V;
+    /// The lanes of `mask` where `a <= b`.
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn mask_le(mask: u32, a: Self::V, b: Self::V) -> u32;
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn reduce_add(a: Self::V) -> Self;
+}
+
+impl Avx512Real for f64 {
+    type V = __m512d;
+    const VL: usize = 8;
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn zero() -> __m512d {
+        _mm512_setzero_pd()
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load(p: *const f64) -> __m512d {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_load_pd(p) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn loadu(p: *const f64) -> __m512d {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_loadu_pd(p) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn maskz_loadu(mask: u32, p: *const f64) -> __m512d {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_maskz_loadu_pd(mask as __mmask8, p) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn mask_storeu(p: *mut f64, mask: u32, v: __m512d) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_mask_storeu_pd(p, mask as __mmask8, v) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn splat(x: f64) -> __m512d {
+        _mm512_set1_pd(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn fmadd(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+        _mm512_fmadd_pd(a, b, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vadd(a: __m512d, b: __m512d) -> __m512d {
+        _mm512_add_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vmul(a: __m512d, b: __m512d) -> __m512d {
+        _mm512_mul_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vsqrt(a: __m512d) -> __m512d {
+        _mm512_sqrt_pd(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn mask_le(mask: u32, a: __m512d, b: __m512d) -> u32 {
+        _mm512_mask_cmp_pd_mask(mask as __mmask8, a, b, _CMP_LE_OQ) as u32
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn reduce_add(a: __m512d) -> f64 {
+        _mm512_reduce_add_pd(a)
+    }
+}
+
+impl Avx512Real for f32 {
+    type V = __m512;
+    const VL: usize = 16;
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn zero() -> __m512 {
+        _mm512_setzero_ps()
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load(p: *const f32) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_load_ps(p) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn loadu(p: *const f32) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_loadu_ps(p) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn maskz_loadu(mask: u32, p: *const f32) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_maskz_loadu_ps(mask as __mmask16, p) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn mask_storeu(p: *mut f32, mask: u32, v: __m512) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_mask_storeu_ps(p, mask as __mmask16, v) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn splat(x: f32) -> __m512 {
+        _mm512_set1_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn fmadd(a: __m512, b: __m512, c: __m512) -> __m512 {
+        _mm512_fmadd_ps(a, b, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vadd(a: __m512, b: __m512) -> __m512 {
+        _mm512_add_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vmul(a: __m512, b: __m512) -> __m512 {
+        _mm512_mul_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vsqrt(a: __m512) -> __m512 {
+        _mm512_sqrt_ps(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn mask_le(mask: u32, a: __m512, b: __m512) -> u32 {
+        _mm512_mask_cmp_ps_mask(mask as __mmask16, a, b, _CMP_LE_OQ) as u32
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn reduce_add(a: __m512) -> f32 {
+        _mm512_reduce_add_ps(a)
+    }
+}
 
 /// Whether this CPU can run the kernel (checked once, then cached by std).
 pub(crate) fn available() -> bool {
@@ -36,36 +228,33 @@ pub(crate) fn available() -> bool {
 /// query word `p * PANEL + c`, zero beyond `v_s`), 64-byte aligned so that a panel row is three
 /// whole cache lines; the query's squared norms padded with zeros to whole panels; the query rows
 /// themselves for the direct recomputation.
-pub(crate) struct QueryPack<'a> {
+pub(crate) struct QueryPack<'a, E> {
     dim: usize,
     vs: usize,
-    storage: Vec<f64>,
+    storage: Vec<E>,
     offset: usize,
-    norms: Vec<f64>,
-    query: &'a [f64],
-    cancellation_ratio: f64,
+    norms: Vec<E>,
+    query: &'a [E],
+    cancellation_ratio: E,
 }
 
-impl<'a> QueryPack<'a> {
+impl<'a, E: Avx512Real> QueryPack<'a, E> {
     /// Packs the `vs x dim` row-major query vectors with their squared norms.
-    pub(crate) fn new(
-        query: &'a [f64],
-        norms: &[f64],
-        dim: usize,
-        cancellation_ratio: f64,
-    ) -> QueryPack<'a> {
+    pub(crate) fn new(query: &'a [E], norms: &[E], dim: usize) -> QueryPack<'a, E> {
         let vs = norms.len();
-        let panels = vs.div_ceil(PANEL);
+        let panel = E::PANEL;
+        let panels = vs.div_ceil(panel);
         // One extra cache line lets the panels start on a 64-byte boundary.
-        let mut storage = vec![0.0; panels * dim * PANEL + 8];
-        let offset = storage.as_ptr().align_offset(64).min(7);
+        let line = 64 / E::BYTES;
+        let mut storage = vec![E::ZERO; panels * dim * panel + line];
+        let offset = storage.as_ptr().align_offset(64).min(line - 1);
         for s in 0..vs {
-            let (p, c) = (s / PANEL, s % PANEL);
+            let (p, c) = (s / panel, s % panel);
             for t in 0..dim {
-                storage[offset + (p * dim + t) * PANEL + c] = query[s * dim + t];
+                storage[offset + (p * dim + t) * panel + c] = query[s * dim + t];
             }
         }
-        let mut padded_norms = vec![0.0; panels * PANEL];
+        let mut padded_norms = vec![E::ZERO; panels * panel];
         padded_norms[..vs].copy_from_slice(norms);
         QueryPack {
             dim,
@@ -74,13 +263,13 @@ impl<'a> QueryPack<'a> {
             offset,
             norms: padded_norms,
             query,
-            cancellation_ratio,
+            cancellation_ratio: E::from_f64(E::CANCELLATION_RATIO),
         }
     }
 
-    fn panel(&self, p: usize) -> &[f64] {
-        let start = self.offset + p * self.dim * PANEL;
-        &self.storage[start..start + self.dim * PANEL]
+    fn panel(&self, p: usize) -> &[E] {
+        let start = self.offset + p * self.dim * E::PANEL;
+        &self.storage[start..start + self.dim * E::PANEL]
     }
 }
 
@@ -91,18 +280,18 @@ impl<'a> QueryPack<'a> {
 /// # Safety
 /// The CPU must support AVX-512F ([`available`]).
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn distances(
-    pack: &QueryPack,
-    vecs: &[f64],
+pub(crate) unsafe fn distances<E: Avx512Real>(
+    pack: &QueryPack<E>,
+    vecs: &[E],
     words: &[u32],
     stride: usize,
-    out: &mut [f64],
+    out: &mut [E],
 ) {
     let d = pack.dim;
     assert!(stride >= pack.vs && out.len() >= words.len() * stride);
     assert!(words.iter().all(|&w| (w as usize + 1) * d <= vecs.len()));
     // A short block repeats its first word (a valid row); those results are not stored.
-    let row_pointers = |block: &[u32]| -> [*const f64; MR] {
+    let row_pointers = |block: &[u32]| -> [*const E; MR] {
         std::array::from_fn(|i| {
             let w = block[if i < block.len() { i } else { 0 }] as usize;
             // SAFETY: `(w + 1) d <= vecs.len()` (asserted above), so the row is inside `vecs`.
@@ -116,21 +305,21 @@ pub(crate) unsafe fn distances(
         // The next block's rows are prefetched while this one computes: 8 rows are fetched at
         // once instead of waiting for the hardware prefetcher to pick up each new stream.
         let next = blocks.peek().map(|b| row_pointers(b)).unwrap_or(rows);
-        let mut norms = [0.0; MR];
+        let mut norms = [E::ZERO; MR];
         for (n, &row) in norms.iter_mut().zip(&rows) {
             // SAFETY: `row` points at `d` values of `vecs` (above); the CPU has AVX-512F (this
             // function's contract), all `squared_norm` needs.
             *n = unsafe { squared_norm(std::slice::from_raw_parts(row, d)) };
         }
         let mut col = 0;
-        for p in 0..pack.vs.div_ceil(PANEL) {
-            let cols = (pack.vs - col).min(PANEL);
+        for p in 0..pack.vs.div_ceil(E::PANEL) {
+            let cols = (pack.vs - col).min(E::PANEL);
             // SAFETY: AVX-512F by this function's contract; as above for `rows`; the panel
             // holds `d x PANEL` values; `out` holds `block.len()` rows of `stride >= col + cols`
             // values.
             unsafe {
-                match cols.div_ceil(8) {
-                    1 => panel_block::<1>(
+                match cols.div_ceil(E::VL) {
+                    1 => panel_block::<E, 1>(
                         pack,
                         p,
                         &rows,
@@ -142,7 +331,7 @@ pub(crate) unsafe fn distances(
                         stride,
                         out,
                     ),
-                    2 => panel_block::<2>(
+                    2 => panel_block::<E, 2>(
                         pack,
                         p,
                         &rows,
@@ -154,7 +343,7 @@ pub(crate) unsafe fn distances(
                         stride,
                         out,
                     ),
-                    _ => panel_block::<3>(
+                    _ => panel_block::<E, 3>(
                         pack,
                         p,
                         &rows,
@@ -173,7 +362,7 @@ pub(crate) unsafe fn distances(
     }
 }
 
-/// One panel of query columns `col .. col + cols` (`cols <= 8 NV`) for one block of rows.
+/// One panel of query columns `col .. col + cols` (`cols <= VL NV`) for one block of rows.
 ///
 /// # Safety
 /// AVX-512F; every `rows[i]` points at `pack.dim` readable values; `out` holds `m` rows of
@@ -181,22 +370,24 @@ pub(crate) unsafe fn distances(
 #[inline]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn panel_block<const NV: usize>(
-    pack: &QueryPack,
+unsafe fn panel_block<E: Avx512Real, const NV: usize>(
+    pack: &QueryPack<E>,
     p: usize,
-    rows: &[*const f64; MR],
-    next: &[*const f64; MR],
-    norms: &[f64; MR],
+    rows: &[*const E; MR],
+    next: &[*const E; MR],
+    norms: &[E; MR],
     m: usize,
     col: usize,
     cols: usize,
     stride: usize,
-    out: &mut [f64],
+    out: &mut [E],
 ) {
-    debug_assert!(NV <= PANEL_VECTORS && cols <= 8 * NV);
+    let (vl, panel_width) = (E::VL, E::PANEL);
+    debug_assert!(NV <= PANEL_VECTORS && cols <= vl * NV);
     let d = pack.dim;
     let panel = pack.panel(p).as_ptr();
-    let mut acc = [[_mm512_setzero_pd(); NV]; MR];
+    // SAFETY (every vector operation below): AVX-512F, this function's contract.
+    let mut acc = [[unsafe { E::zero() }; NV]; MR];
     for t in 0..d {
         if t % 8 == 0 {
             for &row in next {
@@ -205,51 +396,50 @@ unsafe fn panel_block<const NV: usize>(
                 _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(t) as *const i8);
             }
         }
-        // SAFETY: `t < d` and `v < NV <= PANEL_VECTORS`, so `panel + t PANEL + 8 v + 8 <=
+        // SAFETY: `t < d` and `v < NV <= PANEL_VECTORS`, so `panel + t PANEL + VL v + VL <=
         // d PANEL`, inside the panel, and the panel rows are 64-byte aligned (`QueryPack`) as
         // the aligned load requires.
-        let q: [__m512d; NV] =
-            std::array::from_fn(|v| unsafe { _mm512_load_pd(panel.add(t * PANEL + 8 * v)) });
+        let q: [E::V; NV] =
+            std::array::from_fn(|v| unsafe { E::load(panel.add(t * panel_width + vl * v)) });
         for i in 0..MR {
             // SAFETY: `rows[i]` points at `d` readable values (caller's contract) and `t < d`.
-            let a = _mm512_set1_pd(unsafe { *rows[i].add(t) });
+            let a = unsafe { E::splat(*rows[i].add(t)) };
             for v in 0..NV {
-                acc[i][v] = _mm512_fmadd_pd(a, q[v], acc[i][v]);
+                acc[i][v] = unsafe { E::fmadd(a, q[v], acc[i][v]) };
             }
         }
     }
-    let ratio = _mm512_set1_pd(pack.cancellation_ratio);
-    let minus_two = _mm512_set1_pd(-2.0);
+    let ratio = unsafe { E::splat(pack.cancellation_ratio) };
+    let minus_two = unsafe { E::splat(-(E::ONE + E::ONE)) };
     for i in 0..m {
-        let na = _mm512_set1_pd(norms[i]);
+        let na = unsafe { E::splat(norms[i]) };
         // SAFETY: `i < m` and `col + cols <= stride`, so the offset is inside `out` (caller's
         // contract: `m` rows of `stride` values).
         let out_row = unsafe { out.as_mut_ptr().add(i * stride + col) };
         for (v, &dot) in acc[i].iter().enumerate() {
-            let lanes = cols.saturating_sub(8 * v).min(8);
-            let mask: __mmask8 = ((1u32 << lanes) - 1) as __mmask8;
-            // SAFETY: the norms are padded to whole panels, so the 8 values at
-            // `p PANEL + 8 v` (`v < NV <= PANEL_VECTORS`) exist.
-            let nq = unsafe { _mm512_loadu_pd(pack.norms.as_ptr().add(p * PANEL + 8 * v)) };
-            let scale = _mm512_add_pd(na, nq);
+            let lanes = cols.saturating_sub(vl * v).min(vl);
+            let mask = ((1u64 << lanes) - 1) as u32;
+            // SAFETY: the norms are padded to whole panels, so the VL values at
+            // `p PANEL + VL v` (`v < NV <= PANEL_VECTORS`) exist.
+            let nq = unsafe { E::loadu(pack.norms.as_ptr().add(p * panel_width + vl * v)) };
+            let scale = unsafe { E::vadd(na, nq) };
             // `-2 a.q` is exact, so this is `scale + (-2 a.q)` with one rounding, as in the
             // portable path.
-            let d2 = _mm512_fmadd_pd(minus_two, dot, scale);
-            let cancelled =
-                _mm512_mask_cmp_pd_mask(mask, d2, _mm512_mul_pd(ratio, scale), _CMP_LE_OQ);
-            // SAFETY: the mask keeps lanes `8 v + l < cols` of row `i`, inside `out` (caller's
+            let d2 = unsafe { E::fmadd(minus_two, dot, scale) };
+            let cancelled = unsafe { E::mask_le(mask, d2, E::vmul(ratio, scale)) };
+            // SAFETY: the mask keeps lanes `VL v + l < cols` of row `i`, inside `out` (caller's
             // contract); masked-off lanes are not accessed.
-            unsafe { _mm512_mask_storeu_pd(out_row.add(8 * v), mask, _mm512_sqrt_pd(d2)) };
+            unsafe { E::mask_storeu(out_row.add(vl * v), mask, E::vsqrt(d2)) };
             if cancelled != 0 {
-                for l in 0..8 {
+                for l in 0..vl {
                     if cancelled & (1 << l) != 0 {
-                        let s = col + 8 * v + l;
+                        let s = col + vl * v + l;
                         // SAFETY: `rows[i]` points at `d` readable values (caller's contract),
-                        // and lane `8 v + l < cols` (the mask) of row `i` is inside `out`.
+                        // and lane `VL v + l < cols` (the mask) of row `i` is inside `out`.
                         unsafe {
                             let a = std::slice::from_raw_parts(rows[i], d);
                             let q = &pack.query[s * d..(s + 1) * d];
-                            *out_row.add(8 * v + l) = crate::distance::direct_distance(a, q);
+                            *out_row.add(vl * v + l) = crate::distance::direct_distance(a, q);
                         }
                     }
                 }
@@ -258,21 +448,22 @@ unsafe fn panel_block<const NV: usize>(
     }
 }
 
-/// `|a|^2` with 8-lane partial sums.
+/// `|a|^2` with `VL`-lane partial sums.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn squared_norm(a: &[f64]) -> f64 {
-    let mut acc = _mm512_setzero_pd();
-    let mut chunks = a.chunks_exact(8);
+unsafe fn squared_norm<E: Avx512Real>(a: &[E]) -> E {
+    // SAFETY (the vector operations): AVX-512F, this function's contract.
+    let mut acc = unsafe { E::zero() };
+    let mut chunks = a.chunks_exact(E::VL);
     for c in &mut chunks {
-        // SAFETY: `c` holds 8 values.
-        let x = unsafe { _mm512_loadu_pd(c.as_ptr()) };
-        acc = _mm512_fmadd_pd(x, x, acc);
+        // SAFETY: `c` holds VL values.
+        let x = unsafe { E::loadu(c.as_ptr()) };
+        acc = unsafe { E::fmadd(x, x, acc) };
     }
     let tail = chunks.remainder();
-    let mask: __mmask8 = ((1u32 << tail.len()) - 1) as __mmask8;
+    let mask = ((1u64 << tail.len()) - 1) as u32;
     // SAFETY: the masked load reads only the `tail.len()` values of `tail`.
-    let x = unsafe { _mm512_maskz_loadu_pd(mask, tail.as_ptr()) };
-    acc = _mm512_fmadd_pd(x, x, acc);
-    _mm512_reduce_add_pd(acc)
+    let x = unsafe { E::maskz_loadu(mask, tail.as_ptr()) };
+    acc = unsafe { E::fmadd(x, x, acc) };
+    unsafe { E::reduce_add(acc) }
 }

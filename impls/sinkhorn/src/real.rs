@@ -162,8 +162,12 @@ impl Real for f32 {
     fn embeddings(problem: &WmdProblem) -> &[f32] {
         problem.vecs_f32()
     }
-    /// The GEMM path (the AVX-512 microkernel is f64's).
+    /// The AVX-512 microkernel where there is AVX-512F, else the GEMM path, as for f64.
     fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::distance_avx512::available() {
+            return crate::distance::query_distances_avx512::<f32>(problem, words, pool);
+        }
         crate::distance::query_distances_gemm(problem, words, pool)
     }
     /// The exponentials are taken in f64 by the vectorized kernel and rounded once, so each is
