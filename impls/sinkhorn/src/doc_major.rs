@@ -39,8 +39,9 @@ pub struct DocMajorFused;
 /// [`DocMajorFused`] in f32 (`doc-major-f32`): the same solve on the embeddings, distances,
 /// kernels, `x` and `u` rounded to f32, so twice the values fit in each vector and half the bytes
 /// move (1.28-1.5x the speed of the f64 solve at the paper's shape on one thread:
-/// `docs/results.md` says why not 2x); inputs are rounded once, distances returned (and each document's accumulated) in
-/// f64.
+/// `docs/results.md` says why not 2x). Inputs are rounded once; each document's distance is
+/// accumulated and returned in f64.
+///
 /// Its error against the f64 solve is about f32's epsilon times the iteration's growth of
 /// rounding, at most ~1e-7 of the largest distance at the paper's shape. Each word's kernel
 /// rows are scaled so that their largest entry is 1 (`Real::exp_neg_scaled`), so f32's narrow
