@@ -38,7 +38,7 @@ pub struct DocMajorFused;
 
 /// [`DocMajorFused`] in f32 (`doc-major-f32`): the same solve on the embeddings, distances,
 /// kernels, `x` and `u` rounded to f32, so twice the values fit in each vector and half the bytes
-/// move (1.28-1.5x the speed of the f64 solve at the paper's shape on one thread:
+/// move (1.3-1.7x the speed of the f64 solve at the paper's shape on one thread:
 /// `docs/results.md` says why not 2x). Inputs are rounded once; each document's distance is
 /// accumulated and returned in f64.
 ///
