@@ -30,11 +30,16 @@ use crate::{Par, WmdSolver, Work};
 use parbench_common::partition::rows_balanced;
 use parbench_common::{Csr, Precision};
 use rayon::prelude::*;
+use std::marker::PhantomData;
 use std::time::Instant;
 
-/// The document-major fused variant (`doc-major`).
+/// The document-major fused solve in `E`: [`DocMajorFused`] (`doc-major`, f64) or
+/// [`DocMajorFusedF32`] (`doc-major-f32`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct DocMajorFused;
+pub struct DocMajor<E>(PhantomData<E>);
+
+/// The document-major fused variant (`doc-major`).
+pub type DocMajorFused = DocMajor<f64>;
 
 /// [`DocMajorFused`] in f32 (`doc-major-f32`): the same solve on the embeddings, distances,
 /// kernels, `x` and `u` rounded to f32, so twice the values fit in each vector and half the bytes
@@ -48,8 +53,7 @@ pub struct DocMajorFused;
 /// exponent range bounds only the spread `lambda (max_s M - min_s M)` of a word's distances to
 /// the query words (about 87, against 708 for `lambda M` itself in f64); past it the solve
 /// reports an underflow.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DocMajorFusedF32;
+pub type DocMajorFusedF32 = DocMajor<f32>;
 
 /// What one thread saw: per iteration index, the largest change and the documents still active
 /// after it, plus the nonzeros it processed in the loop.
@@ -132,8 +136,7 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
         let (words, weights) = by_doc.row(j);
         s.rows.clear();
         s.rows.extend(words.iter().map(|&w| position[w as usize]));
-        s.weights.clear();
-        s.weights.extend(weights.iter().map(|&c| E::from_f64(c)));
+        let weights = E::from_f64_slice(weights, &mut s.weights);
         iterate::init_doc(&mut s.x, &mut s.u, vs);
         for iteration in 0..params.max_iter {
             s.x_new.fill(E::ZERO);
@@ -142,7 +145,7 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
                 kr: &kernels.kr,
                 stride,
                 rows: &s.rows,
-                weights: &s.weights,
+                weights,
             };
             kernel.fused_doc(rows, &s.u, &mut s.x_new);
             let change = iterate::update_doc(&mut s.x, &mut s.u, &s.x_new, vs, params.lambda)?;
@@ -154,7 +157,7 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
             }
         }
         let mut wmd = 0.0f64;
-        for (&k, &c) in s.rows.iter().zip(&s.weights) {
+        for (&k, &c) in s.rows.iter().zip(weights) {
             let k = k as usize;
             let w = c / kernel.dot(kernels.kt_row(k), &s.u);
             wmd += (w * kernel.dot(kernels.km_row(k), &s.u)).to_f64();
@@ -169,33 +172,12 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
     Ok(stats)
 }
 
-impl WmdSolver for DocMajorFused {
+impl<E: Real> WmdSolver for DocMajor<E> {
     fn name(&self) -> &'static str {
-        "doc-major"
-    }
-
-    fn is_parallel(&self) -> bool {
-        true
-    }
-
-    fn work(&self, problem: &WmdProblem, out: &WmdOutput, par: Par) -> Work {
-        crate::flops::doc_major_work::<f64>(problem, out, self.threads(par))
-    }
-
-    fn solve(
-        &self,
-        problem: &WmdProblem,
-        params: &SinkhornParams,
-        par: Par,
-        progress: &mut dyn FnMut(&IterationReport) -> Control,
-    ) -> Result<WmdOutput, WmdError> {
-        solve_doc_major::<f64>(problem, params, par, progress)
-    }
-}
-
-impl WmdSolver for DocMajorFusedF32 {
-    fn name(&self) -> &'static str {
-        "doc-major-f32"
+        match E::PRECISION {
+            Precision::F64 => "doc-major",
+            Precision::F32 => "doc-major-f32",
+        }
     }
 
     fn is_parallel(&self) -> bool {
@@ -203,15 +185,16 @@ impl WmdSolver for DocMajorFusedF32 {
     }
 
     fn precision(&self) -> Precision {
-        Precision::F32
+        E::PRECISION
     }
 
+    /// The embeddings in `E` (made once for f32, already there for f64).
     fn prepare(&self, problem: &WmdProblem) {
-        problem.vecs_f32();
+        E::embeddings(problem);
     }
 
     fn work(&self, problem: &WmdProblem, out: &WmdOutput, par: Par) -> Work {
-        crate::flops::doc_major_work::<f32>(problem, out, self.threads(par))
+        crate::flops::doc_major_work::<E>(problem, out, self.threads(par))
     }
 
     fn solve(
@@ -221,7 +204,7 @@ impl WmdSolver for DocMajorFusedF32 {
         par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<WmdOutput, WmdError> {
-        solve_doc_major::<f32>(problem, params, par, progress)
+        solve_doc_major::<E>(problem, params, par, progress)
     }
 }
 

@@ -62,7 +62,7 @@ pub mod sparse;
 
 pub use buffer::ZeroedBuf;
 pub use dense::Dense;
-pub use doc_major::{DocMajorFused, DocMajorFusedF32};
+pub use doc_major::{DocMajor, DocMajorFused, DocMajorFusedF32};
 pub use fused::FusedSddmmSpmm;
 pub use fused_par::FusedSddmmSpmmPar;
 pub use problem::{
@@ -146,8 +146,8 @@ pub fn variants() -> Vec<Box<dyn WmdSolver>> {
         Box::new(SparseSddmmSpmm),
         Box::new(FusedSddmmSpmm),
         Box::new(FusedSddmmSpmmPar),
-        Box::new(DocMajorFused),
-        Box::new(DocMajorFusedF32),
+        Box::new(DocMajorFused::default()),
+        Box::new(DocMajorFusedF32::default()),
     ]
 }
 

@@ -62,6 +62,8 @@ pub trait Real:
     fn max(self, other: Self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
+    /// `values` in this type: the slice itself for f64, rounded into `scratch` for f32.
+    fn from_f64_slice<'a>(values: &'a [f64], scratch: &'a mut Vec<Self>) -> &'a [Self];
     /// The problem's embeddings in this type, row-major `V x d`.
     fn embeddings(problem: &WmdProblem) -> &[Self];
     /// The query's distances to `words`, word-major, rows padded to [`Real::LANES`]
@@ -109,6 +111,10 @@ impl Real for f64 {
     #[inline(always)]
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn from_f64_slice<'a>(values: &'a [f64], _scratch: &'a mut Vec<f64>) -> &'a [f64] {
+        values
     }
     fn embeddings(problem: &WmdProblem) -> &[f64] {
         problem.vecs()
@@ -158,6 +164,12 @@ impl Real for f32 {
     #[inline(always)]
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn from_f64_slice<'a>(values: &'a [f64], scratch: &'a mut Vec<f32>) -> &'a [f32] {
+        scratch.clear();
+        scratch.extend(values.iter().map(|&x| x as f32));
+        scratch
     }
     fn embeddings(problem: &WmdProblem) -> &[f32] {
         problem.vecs_f32()
