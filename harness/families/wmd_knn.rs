@@ -12,7 +12,9 @@
 //!
 //! A run of a variant (a Sinkhorn solver) computes every query's distance to every target on
 //! `threads` threads, one query after another against the same problem
-//! ([`sinkhorn::WmdProblem::set_query`]), and classifies each query by the majority class of its
+//! ([`sinkhorn::WmdProblem::set_query`]) or, with `batch` > 1, `batch` queries at a time
+//! ([`sinkhorn::WmdSolver::solve_batch`]: the document-major variants share the distance phase
+//! across them, and report it as the phase `kernels`), and classifies each query by the majority class of its
 //! k nearest targets ([`sinkhorn::knn`]) for k in [`KS`] (Kusner et al. choose k in 1..19).
 //!
 //! Metrics: `test_error_k<k>_pct` for every k, `test_error_min_pct` (the lowest over k: chosen
@@ -74,6 +76,9 @@ crate::point_params! {
         lambda: f64 = SinkhornParams::default().lambda,
         /// Sinkhorn iterations
         iters: usize = SinkhornParams::default().max_iter,
+        /// test documents solved together (1: each its own solve; more: one `solve_batch` per
+        /// batch, which the document-major variants run with the distance phase shared)
+        batch: usize = 1,
     }
 }
 
@@ -145,6 +150,7 @@ impl TypedFamily for WmdKnnFamily {
             ("epochs", point.epochs),
             ("iters", point.iters),
             ("train_threads", point.train_threads),
+            ("batch", point.batch),
         ] {
             positive(&mut issues, key, value);
         }
@@ -330,17 +336,29 @@ impl TypedFamily for WmdKnnFamily {
         // The solver's own phases (distance, precompute, loop, final), summed over the queries.
         let mut phases_s = BTreeMap::new();
         let start = Instant::now();
-        for (q, query) in prepared.queries.iter().enumerate() {
-            problem.set_query(query.clone())?;
-            let out = solver
-                .solve(&problem, &params, par, &mut |_| Control::Continue)
-                .with_context(|| format!("query {q}"))?;
-            flops += out.flops;
-            for &(name, seconds) in &out.phases.0 {
-                *phases_s.entry(name.to_string()).or_insert(0.0) += seconds;
+        for (b, batch) in prepared.queries.chunks(point.batch).enumerate() {
+            let first = b * point.batch;
+            let outputs = if point.batch == 1 {
+                // One solve per query, as a caller without batches runs them.
+                problem.set_query(batch[0].clone())?;
+                vec![solver
+                    .solve(&problem, &params, par, &mut |_| Control::Continue)
+                    .with_context(|| format!("query {first}"))?]
+            } else {
+                solver
+                    .solve_batch(&mut problem, batch, &params, par)
+                    .with_context(|| format!("queries {first}..{}", first + batch.len()))?
+            };
+            for (query, out) in batch.iter().zip(outputs) {
+                flops += out.flops;
+                for &(name, seconds) in &out.phases.0 {
+                    *phases_s.entry(name.to_string()).or_insert(0.0) += seconds;
+                }
+                // The work model reads the query's size from the problem.
+                problem.set_query(query.clone())?;
+                work = work.then(&solver.work(&problem, &out, par));
+                distances.extend_from_slice(&out.distances);
             }
-            work = work.then(&solver.work(&problem, &out, par));
-            distances.extend_from_slice(&out.distances);
         }
         let wmd_s = start.elapsed().as_secs_f64();
         let started = Instant::now();

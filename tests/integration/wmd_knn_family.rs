@@ -94,6 +94,35 @@ fn every_variant_classifies_the_hand_made_queries_and_agrees_with_dense() {
 }
 
 #[test]
+fn batches_of_queries_give_the_distances_of_queries_alone() {
+    // Four test documents in batches of 3 and 1: the document-major variants share the
+    // distance phase (reported as `kernels`), the others solve each query in turn; every one
+    // still agrees with dense and classifies as alone.
+    let summary = run("  batch: 3\n");
+    for claim in &summary.claims {
+        assert!(claim.passed, "{}: {}", claim.name, claim.detail);
+    }
+    for row in &summary.rows {
+        assert_eq!(row.metrics["test_error_k1_pct"], 0.0, "{}", row.variant);
+        let shared = row.phases_s.contains_key("kernels");
+        assert_eq!(shared, row.variant == "doc-major", "{row:?}");
+    }
+}
+
+#[test]
+fn a_batch_of_no_queries_is_a_plan_error() {
+    let dir = tempfile::tempdir().unwrap();
+    data_dir(dir.path());
+    let file = dir.path().join("knn.yaml");
+    std::fs::write(&file, experiment("  batch: 0\n")).unwrap();
+    let err = format!(
+        "{:#}",
+        plan::build(&file, false, Some(dir.path())).unwrap_err()
+    );
+    assert!(err.contains("batch"), "{err}");
+}
+
+#[test]
 fn a_subset_takes_documents_from_the_whole_file() {
     let summary = run("  train_docs: 2\n  test_docs: 2\n");
     for row in &summary.rows {

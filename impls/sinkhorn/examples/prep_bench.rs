@@ -29,7 +29,7 @@ fn main() {
     let mut checksum = 0.0;
     for _ in 0..reps {
         let t = Instant::now();
-        let m = query_distances(&problem, &words.words, &pool);
+        let m = query_distances::<f64>(&problem, &words.words, &pool);
         distance = distance.min(t.elapsed().as_secs_f64());
         let t = Instant::now();
         let k = precompute(&m, problem.query(), 10.0, &pool);
@@ -40,7 +40,7 @@ fn main() {
     let mut hot = f64::INFINITY;
     for _ in 0..reps {
         let t = Instant::now();
-        let m = query_distances(&problem, &hot_words, &pool);
+        let m = query_distances::<f64>(&problem, &hot_words, &pool);
         hot = hot.min(t.elapsed().as_secs_f64());
         checksum += m[5];
     }

@@ -21,6 +21,13 @@ pub struct ZeroedBuf<E = f64> {
 }
 
 impl<E: Real> ZeroedBuf<E> {
+    /// This buffer at `len` values, for a caller that overwrites all of them: kept in place when
+    /// it is long enough (its pages already touched), grown otherwise. Values are not cleared.
+    pub fn reused(mut self, len: usize) -> ZeroedBuf<E> {
+        self.storage.resize(len, E::ZERO);
+        self
+    }
+
     /// `len` zeros (`vec!` of a zero float is calloc's fresh pages, for either type).
     pub fn zeroed(len: usize) -> ZeroedBuf<E> {
         ZeroedBuf {

@@ -14,147 +14,219 @@ use crate::real::{padded_stride_of, Real};
 use crate::row_kernel::LANES;
 use rayon::prelude::*;
 
-/// Words per GEMM block of the distance computation: 256 embeddings of d = 300 are 600 KB, so a
+/// Words per task of the distance computation: 256 embeddings of d = 300 are 600 KB, so a
 /// gathered block stays in L2 while the GEMM reads it.
-const DISTANCE_BLOCK: usize = 256;
+pub(crate) const DISTANCE_TILE: usize = 256;
 
-/// Words per parallel task of the distance computation.
-const DISTANCE_TASK_WORDS: usize = 256;
-
-/// Distances between the query words and `words`, as an `words.len() x stride` word-major matrix
-/// (padding 0). With AVX-512 the in-place microkernel of [`crate::distance_avx512`] reads each
-/// embedding row once; elsewhere a GEMM per block of [`DISTANCE_BLOCK`] words (gathered first when
-/// not consecutive). Tasks of words are spread over the pool's threads.
-pub fn query_distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf {
+/// The query side of a distance computation, made once and used for every tile of words: the
+/// query words' embeddings, their squared norms, packed into panels where the AVX-512 kernel runs.
+/// A batch of queries makes one for the union of its queries' words.
+pub enum QuerySide<E> {
+    /// The AVX-512 microkernel's panels ([`crate::distance_avx512`]).
     #[cfg(target_arch = "x86_64")]
-    if crate::distance_avx512::available() {
-        return query_distances_avx512::<f64>(problem, words, pool);
-    }
-    query_distances_gemm(problem, words, pool)
+    Avx512(crate::distance_avx512::QueryPack<E>),
+    /// One GEMM per tile of words.
+    Gemm {
+        /// `v_s x d` row-major.
+        vecs: Vec<E>,
+        /// Their squared norms.
+        norms: Vec<E>,
+    },
 }
 
-/// The query's embeddings (`v_s x d` row-major) and their squared norms.
-fn query_vectors<E: Real>(problem: &WmdProblem) -> (Vec<E>, Vec<E>) {
+impl<E: Real> QuerySide<E> {
+    /// Query words (columns of the distance matrix).
+    pub fn words(&self) -> usize {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            QuerySide::Avx512(pack) => pack.vs(),
+            QuerySide::Gemm { norms, .. } => norms.len(),
+        }
+    }
+
+    /// The GEMM side of `query_words`, whatever the CPU (the portable path, and its tests).
+    pub fn gemm(problem: &WmdProblem, query_words: &[u32]) -> QuerySide<E> {
+        let (vecs, norms) = query_vectors::<E>(problem, query_words);
+        QuerySide::Gemm { vecs, norms }
+    }
+
+    /// The distances of `words` to the query words into `out` (`words.len()` rows of `stride`;
+    /// the first `words()` values of each row are written), sequentially. `gathered` is scratch
+    /// reused across the tiles one thread runs: a fresh 600 KB buffer per tile would be a fresh
+    /// mmap, and its page faults cost as much as the copy.
+    pub fn tile(
+        &self,
+        problem: &WmdProblem,
+        words: &[u32],
+        stride: usize,
+        out: &mut [E],
+        gathered: &mut Vec<E>,
+    ) {
+        let vecs = E::embeddings(problem);
+        match self {
+            // SAFETY: the side is only made when `available()` said the CPU has AVX-512F.
+            #[cfg(target_arch = "x86_64")]
+            QuerySide::Avx512(pack) => unsafe {
+                E::avx512_distances(pack, vecs, words, stride, out)
+            },
+            QuerySide::Gemm {
+                vecs: query_vecs,
+                norms,
+            } => gemm_tile(
+                vecs,
+                problem.dim(),
+                query_vecs,
+                norms,
+                words,
+                stride,
+                out,
+                gathered,
+            ),
+        }
+    }
+}
+
+/// Distances between the query words and `words`, as an `words.len() x stride` word-major matrix
+/// (padding 0), `stride` the query's padded to `E`'s lanes. With AVX-512 the in-place
+/// microkernel of [`crate::distance_avx512`] reads each embedding row once; elsewhere a GEMM per
+/// tile of [`DISTANCE_TILE`] words (gathered first when not consecutive). Tiles are spread over
+/// the pool's threads.
+pub fn query_distances<E: Real>(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<E> {
+    let query_words: Vec<u32> = problem.query().iter().map(|&(w, _)| w).collect();
+    distances_with(problem, &E::query_side(problem, &query_words), words, pool)
+}
+
+/// [`query_distances`] from a given query side.
+pub fn distances_with<E: Real>(
+    problem: &WmdProblem,
+    side: &QuerySide<E>,
+    words: &[u32],
+    pool: &Pool,
+) -> ZeroedBuf<E> {
+    let stride = padded_stride_of::<E>(side.words());
+    let mut out = ZeroedBuf::zeroed(words.len() * stride);
+    let tiles = words
+        .chunks(DISTANCE_TILE)
+        .zip(out.chunks_mut(DISTANCE_TILE * stride));
+    let task = |gathered: &mut Vec<E>, (words, out): (&[u32], &mut [E])| {
+        side.tile(problem, words, stride, out, gathered)
+    };
+    if pool.threads() > 1 && words.len() > DISTANCE_TILE {
+        let tiles: Vec<_> = tiles.collect();
+        pool.run(|| tiles.into_par_iter().for_each_init(Vec::new, task));
+    } else {
+        let mut gathered = Vec::new();
+        tiles.for_each(|t| task(&mut gathered, t));
+    }
+    out
+}
+
+/// The embeddings of `query_words` (`v_s x d` row-major) and their squared norms.
+fn query_vectors<E: Real>(problem: &WmdProblem, query_words: &[u32]) -> (Vec<E>, Vec<E>) {
     let d = problem.dim();
     let vecs = E::embeddings(problem);
-    let query_vecs: Vec<E> = problem
-        .query()
+    let query_vecs: Vec<E> = query_words
         .iter()
-        .flat_map(|&(w, _)| vecs[w as usize * d..(w as usize + 1) * d].iter().copied())
+        .flat_map(|&w| vecs[w as usize * d..(w as usize + 1) * d].iter().copied())
         .collect();
     let query_norms: Vec<E> = query_vecs.chunks_exact(d).map(squared_norm).collect();
     (query_vecs, query_norms)
 }
 
+/// The side [`Real::query_side`] makes: AVX-512 panels when the CPU has AVX-512F, else GEMM.
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn query_distances_avx512<E: crate::distance_avx512::Avx512Real>(
+pub(crate) fn native_side<E: crate::distance_avx512::Avx512Real>(
     problem: &WmdProblem,
-    words: &[u32],
-    pool: &Pool,
-) -> ZeroedBuf<E> {
-    use crate::distance_avx512::{distances, QueryPack};
-    let stride = padded_stride_of::<E>(problem.query().len());
-    let (query_vecs, query_norms) = query_vectors::<E>(problem);
-    let pack = QueryPack::new(&query_vecs, &query_norms, problem.dim());
-    let vecs = E::embeddings(problem);
-    let mut out = ZeroedBuf::zeroed(words.len() * stride);
-    let task = |(words, out): (&[u32], &mut [E])| {
-        // SAFETY: `available()` said the CPU has AVX-512F (checked by the caller); the target
-        // feature does not cross into rayon's closure, hence the call in each task.
-        unsafe { distances(&pack, vecs, words, stride, out) }
-    };
-    let tasks = words
-        .chunks(DISTANCE_TASK_WORDS)
-        .zip(out.chunks_mut(DISTANCE_TASK_WORDS * stride));
-    if pool.threads() > 1 && words.len() > DISTANCE_TASK_WORDS {
-        let tasks: Vec<_> = tasks.collect();
-        pool.run(|| tasks.into_par_iter().for_each(task));
+    query_words: &[u32],
+) -> QuerySide<E> {
+    if crate::distance_avx512::available() {
+        let (vecs, norms) = query_vectors::<E>(problem, query_words);
+        QuerySide::Avx512(crate::distance_avx512::QueryPack::new(
+            vecs,
+            &norms,
+            problem.dim(),
+        ))
     } else {
-        tasks.for_each(task);
+        QuerySide::gemm(problem, query_words)
     }
-    out
 }
 
-/// The portable path of [`query_distances`], and the f32 one: one GEMM per block of words, in
-/// `E` from the problem's embeddings in `E`, rows padded to `E`'s lanes.
-pub(crate) fn query_distances_gemm<E: Real>(
-    problem: &WmdProblem,
-    words: &[u32],
-    pool: &Pool,
-) -> ZeroedBuf<E> {
-    let d = problem.dim();
-    let vs = problem.query().len();
-    let stride = padded_stride_of::<E>(vs);
-    let vecs = E::embeddings(problem);
-    let (query_vecs, query_norms) = query_vectors::<E>(problem);
-    let cancellation = E::from_f64(E::CANCELLATION_RATIO);
-    let mut out = ZeroedBuf::zeroed(words.len() * stride);
+/// The side [`Real::query_side`] makes: GEMM.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn native_side<E: Real>(problem: &WmdProblem, query_words: &[u32]) -> QuerySide<E> {
+    QuerySide::gemm(problem, query_words)
+}
 
-    // `gathered` is reused across the blocks one thread runs: a fresh 600 KB buffer per block
-    // would be a fresh mmap, and its page faults cost as much as the copy.
-    let block = |gathered: &mut Vec<E>, (words, out): (&[u32], &mut [E])| {
-        let m = words.len();
-        let first = words[0] as usize;
-        let contiguous = words[m - 1] as usize - first + 1 == m;
-        let lhs: &[E] = if contiguous {
-            &vecs[first * d..(first + m) * d]
-        } else {
-            gathered.clear();
-            for &w in words {
-                gathered.extend_from_slice(&vecs[w as usize * d..(w as usize + 1) * d]);
-            }
-            gathered
-        };
-        // SAFETY: dst is `m x vs` inside `out` (m rows of `stride >= vs`), lhs is `m x d`
-        // row-major, rhs is `d x vs` read from the `vs x d` row-major query block; all pointers
-        // are valid for the extents gemm reads and writes, and `out` is exclusively borrowed.
-        unsafe {
-            gemm::gemm(
-                m,
-                vs,
-                d,
-                out.as_mut_ptr(),
-                1,
-                stride as isize,
-                false,
-                lhs.as_ptr(),
-                1,
-                d as isize,
-                query_vecs.as_ptr(),
-                d as isize,
-                1,
-                E::ZERO,
-                -(E::ONE + E::ONE),
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
-        }
-        for (row, a) in out.chunks_exact_mut(stride).zip(lhs.chunks_exact(d)) {
-            let na = squared_norm(a);
-            for s in 0..vs {
-                let scale = na + query_norms[s];
-                let d2 = scale + row[s];
-                row[s] = if d2 <= cancellation * scale {
-                    direct_distance(a, &query_vecs[s * d..(s + 1) * d])
-                } else {
-                    d2.sqrt()
-                };
-            }
-        }
-    };
-    let blocks = words
-        .chunks(DISTANCE_BLOCK)
-        .zip(out.chunks_mut(DISTANCE_BLOCK * stride));
-    if pool.threads() > 1 && words.len() > DISTANCE_BLOCK {
-        let blocks: Vec<_> = blocks.collect();
-        pool.run(|| blocks.into_par_iter().for_each_init(Vec::new, block));
-    } else {
-        let mut gathered = Vec::new();
-        blocks.for_each(|b| block(&mut gathered, b));
+/// One tile of [`QuerySide::Gemm`]: one GEMM of the tile's embeddings (in place when the words
+/// are consecutive) against the query block, then the norms and the square root, with the
+/// cancellation fallback to a direct sum.
+#[allow(clippy::too_many_arguments)]
+fn gemm_tile<E: Real>(
+    vecs: &[E],
+    d: usize,
+    query_vecs: &[E],
+    query_norms: &[E],
+    words: &[u32],
+    stride: usize,
+    out: &mut [E],
+    gathered: &mut Vec<E>,
+) {
+    let vs = query_norms.len();
+    let m = words.len();
+    if m == 0 {
+        return;
     }
-    out
+    let cancellation = E::from_f64(E::CANCELLATION_RATIO);
+    let first = words[0] as usize;
+    let contiguous = words[m - 1] as usize - first + 1 == m;
+    let lhs: &[E] = if contiguous {
+        &vecs[first * d..(first + m) * d]
+    } else {
+        gathered.clear();
+        for &w in words {
+            gathered.extend_from_slice(&vecs[w as usize * d..(w as usize + 1) * d]);
+        }
+        gathered
+    };
+    assert!(stride >= vs && out.len() >= m * stride && query_vecs.len() == vs * d);
+    // SAFETY: dst is `m x vs` inside `out` (m rows of `stride >= vs`, asserted), lhs is `m x d`
+    // row-major, rhs is `d x vs` read from the `vs x d` row-major query block; all pointers
+    // are valid for the extents gemm reads and writes, and `out` is exclusively borrowed.
+    unsafe {
+        gemm::gemm(
+            m,
+            vs,
+            d,
+            out.as_mut_ptr(),
+            1,
+            stride as isize,
+            false,
+            lhs.as_ptr(),
+            1,
+            d as isize,
+            query_vecs.as_ptr(),
+            d as isize,
+            1,
+            E::ZERO,
+            -(E::ONE + E::ONE),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+    for (row, a) in out.chunks_exact_mut(stride).zip(lhs.chunks_exact(d)) {
+        let na = squared_norm(a);
+        for s in 0..vs {
+            let scale = na + query_norms[s];
+            let d2 = scale + row[s];
+            row[s] = if d2 <= cancellation * scale {
+                direct_distance(a, &query_vecs[s * d..(s + 1) * d])
+            } else {
+                d2.sqrt()
+            };
+        }
+    }
 }
 
 /// `|a|^2` with four independent partial sums (vectorizable, unlike a single running sum).
@@ -203,6 +275,10 @@ pub(crate) mod tests {
         WmdProblem::new(vecs, dim, query, c).unwrap()
     }
 
+    fn query_words(p: &WmdProblem) -> Vec<u32> {
+        p.query().iter().map(|&(w, _)| w).collect()
+    }
+
     #[test]
     fn f32_distances_agree_with_f64_to_f32_precision() {
         for (vs, dim, vocab) in [(1, 5, 9), (19, 300, 301), (30, 37, 90)] {
@@ -212,8 +288,13 @@ pub(crate) mod tests {
             for threads in [1, 2] {
                 let pool = Pool::new(Par::threads(threads)).unwrap();
                 // The dispatched path (the AVX-512 kernel where the host has it) and the GEMM.
-                let fast = <f32 as Real>::distances(&p, &words, &pool);
-                let gemm = query_distances_gemm::<f32>(&p, &words, &pool);
+                let fast = query_distances::<f32>(&p, &words, &pool);
+                let gemm = distances_with(
+                    &p,
+                    &QuerySide::<f32>::gemm(&p, &query_words(&p)),
+                    &words,
+                    &pool,
+                );
                 for (k, &w) in words.iter().enumerate() {
                     for s in 0..stride {
                         let (got, other) = (fast[k * stride + s], gemm[k * stride + s]);
@@ -248,8 +329,9 @@ pub(crate) mod tests {
             for threads in [1, 2] {
                 let pool = Pool::new(Par::threads(threads)).unwrap();
                 for words in [&used.words, &scattered] {
-                    let fast = query_distances(&p, words, &pool);
-                    let gemm = query_distances_gemm(&p, words, &pool);
+                    let fast = query_distances::<f64>(&p, words, &pool);
+                    let side = QuerySide::<f64>::gemm(&p, &query_words(&p));
+                    let gemm = distances_with(&p, &side, words, &pool);
                     for (k, &w) in words.iter().enumerate() {
                         for s in 0..stride {
                             let (f, g) = (fast[k * stride + s], gemm[k * stride + s]);

@@ -34,7 +34,7 @@ const PANEL_VECTORS: usize = 3;
 /// The AVX-512F vector of an element type, and the operations the kernel takes from it. Every
 /// method requires AVX-512F, which the kernel's entry point [`distances`] has checked
 /// ([`available`]).
-pub(crate) trait Avx512Real: Real {
+pub trait Avx512Real: Real {
     /// The 512-bit vector.
     type V: Copy;
     /// Lanes per vector.
@@ -228,19 +228,26 @@ pub(crate) fn available() -> bool {
 /// query word `p * PANEL + c`, zero beyond `v_s`), 64-byte aligned so that a panel row is three
 /// whole cache lines; the query's squared norms padded with zeros to whole panels; the query rows
 /// themselves for the direct recomputation.
-pub(crate) struct QueryPack<'a, E> {
+pub struct QueryPack<E> {
     dim: usize,
     vs: usize,
     storage: Vec<E>,
     offset: usize,
     norms: Vec<E>,
-    query: &'a [E],
+    query: Vec<E>,
     cancellation_ratio: E,
 }
 
-impl<'a, E: Avx512Real> QueryPack<'a, E> {
+impl<E> QueryPack<E> {
+    /// Query words packed.
+    pub(crate) fn vs(&self) -> usize {
+        self.vs
+    }
+}
+
+impl<E: Avx512Real> QueryPack<E> {
     /// Packs the `vs x dim` row-major query vectors with their squared norms.
-    pub(crate) fn new(query: &'a [E], norms: &[E], dim: usize) -> QueryPack<'a, E> {
+    pub(crate) fn new(query: Vec<E>, norms: &[E], dim: usize) -> QueryPack<E> {
         let vs = norms.len();
         let panel = E::PANEL;
         let panels = vs.div_ceil(panel);

@@ -206,6 +206,39 @@ impl<E: Real> WmdSolver for DocMajor<E> {
     ) -> Result<WmdOutput, WmdError> {
         solve_doc_major::<E>(problem, params, par, progress)
     }
+
+    /// The queries' shared work done once ([`crate::batch`]).
+    fn solve_batch(
+        &self,
+        problem: &mut WmdProblem,
+        queries: &[Vec<(u32, f64)>],
+        params: &SinkhornParams,
+        par: Par,
+    ) -> Result<Vec<WmdOutput>, WmdError> {
+        E::embeddings(problem);
+        crate::batch::solve_batch::<E>(problem, queries, params, par)
+    }
+}
+
+/// What every query against one collection shares in the document-major solve: the words some
+/// document holds, each word's row in the kernel arrays, and the documents each thread owns.
+pub(crate) struct Collection {
+    pub(crate) words: WordSet,
+    position: Vec<u32>,
+    bounds: Vec<usize>,
+}
+
+impl Collection {
+    pub(crate) fn new(problem: &WmdProblem, pool: &Pool) -> Collection {
+        let words = WordSet::used(problem.docs_by_word());
+        let position = words.position_map(problem.vocab());
+        let bounds = rows_balanced(problem.docs_by_doc().indptr(), pool.threads());
+        Collection {
+            words,
+            position,
+            bounds,
+        }
+    }
 }
 
 /// The solve of both variants, in `E`.
@@ -219,15 +252,43 @@ fn solve_doc_major<E: Real>(
     let pool = Pool::new(par)?;
     let mut phases = PhaseTimes::default();
     let mut flops = 0.0;
-    let words = WordSet::used(problem.docs_by_word());
-    let kernels: QueryKernels<E> =
-        precompute::prepare(problem, params, &words, &pool, &mut phases, &mut flops);
+    let collection = Collection::new(problem, &pool);
+    let kernels: QueryKernels<E> = precompute::prepare(
+        problem,
+        params,
+        &collection.words,
+        &pool,
+        &mut phases,
+        &mut flops,
+    );
+    solve_loop(
+        problem,
+        &collection,
+        &kernels,
+        params,
+        &pool,
+        (phases, flops),
+        progress,
+    )
+}
+
+/// The `loop` phase (every document's iterations and final step) on kernel arrays already made,
+/// and the `final` phase's replay of the iterations to `progress`; `so_far` holds the phases and
+/// flops of the work before it.
+pub(crate) fn solve_loop<E: Real>(
+    problem: &WmdProblem,
+    collection: &Collection,
+    kernels: &QueryKernels<E>,
+    params: &SinkhornParams,
+    pool: &Pool,
+    so_far: (PhaseTimes, f64),
+    progress: &mut dyn FnMut(&IterationReport) -> Control,
+) -> Result<WmdOutput, WmdError> {
+    let (mut phases, mut flops) = so_far;
     let by_doc = problem.docs_by_doc();
     let n = problem.num_docs();
-
     let loop_start = Instant::now();
-    let position = words.position_map(problem.vocab());
-    let bounds = rows_balanced(by_doc.indptr(), pool.threads());
+    let bounds = &collection.bounds;
     let mut distances = vec![0.0; n];
     let mut pieces: Vec<(std::ops::Range<usize>, &mut [f64])> =
         Vec::with_capacity(bounds.len() - 1);
@@ -240,8 +301,8 @@ fn solve_doc_major<E: Real>(
     let run = |(docs, out): (std::ops::Range<usize>, &mut [f64])| {
         let task = SolveDocs {
             by_doc,
-            position: &position,
-            kernels: &kernels,
+            position: &collection.position,
+            kernels,
             params,
             docs,
             out,

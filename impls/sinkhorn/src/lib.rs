@@ -38,6 +38,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 mod buffer;
 pub mod corpus;
 pub mod dense;
@@ -106,6 +107,31 @@ pub trait WmdSolver: Send + Sync {
         par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<WmdOutput, WmdError>;
+
+    /// Solves every query of `queries` against `problem`'s documents and embeddings, in order
+    /// (the problem's own query plays no part, and the problem is left as it was). By default
+    /// one after another, each as [`WmdSolver::solve`] on the problem with the query in place;
+    /// the document-major variants share the pool, the collection's layout and, across each
+    /// group of queries, the distance phase ([`batch`]). Each query's distances are its own
+    /// solve's either way.
+    fn solve_batch(
+        &self,
+        problem: &mut WmdProblem,
+        queries: &[Vec<(u32, f64)>],
+        params: &SinkhornParams,
+        par: Par,
+    ) -> Result<Vec<WmdOutput>, WmdError> {
+        let own = problem.query().to_vec();
+        let outputs = queries
+            .iter()
+            .map(|query| {
+                problem.set_query(query.clone())?;
+                self.solve(problem, params, par, &mut |_| Control::Continue)
+            })
+            .collect();
+        problem.set_query(own)?;
+        outputs
+    }
 
     /// What the variant computes in: f64, or f32 for `doc-major-f32` (whose distances then
     /// agree with the f64 variants' to about 1e-5, not 1e-10).

@@ -90,6 +90,31 @@ impl<E> QueryKernels<E> {
     }
 }
 
+impl<E: Real> QueryKernels<E> {
+    /// The three arrays for `rows` words of a `vs`-word query, in `spare`'s buffers when given
+    /// (a batch reuses one query's for the next: no fresh pages to fault in). The contents are
+    /// left as they were, for [`kernel_rows`] to overwrite whole.
+    pub(crate) fn for_rows(vs: usize, rows: usize, spare: Option<QueryKernels<E>>) -> Self {
+        let stride = padded_stride_of::<E>(vs);
+        let len = rows * stride;
+        let (kt, kr, km) = match spare {
+            Some(k) => (k.kt.reused(len), k.kr.reused(len), k.km.reused(len)),
+            None => (
+                ZeroedBuf::zeroed(len),
+                ZeroedBuf::zeroed(len),
+                ZeroedBuf::zeroed(len),
+            ),
+        };
+        QueryKernels {
+            vs,
+            stride,
+            kt,
+            kr,
+            km,
+        }
+    }
+}
+
 /// `K^T`, `(K / r)^T` and `(K .* M)^T` from the word-major distances (in parallel over words).
 pub fn precompute<E: Real>(
     m: &[E],
@@ -118,28 +143,7 @@ fn precompute_arrays<E: Real>(
     const ROWS: usize = 1024;
     let chunk = ROWS * stride;
     type Rows<'a, E> = (((&'a [E], &'a mut [E]), &'a mut [E]), Option<&'a mut [E]>);
-    let work = |(((m, kt), km), mut kr): Rows<E>| {
-        // The exponentials of a whole chunk at once (vectorized, padding included), then the
-        // products row by row while the chunk (160 KB) is still in L2.
-        E::exp_neg_scaled(m, lambda, stride, vs, kt);
-        for (row, ((mrow, ktrow), kmrow)) in m
-            .chunks_exact(stride)
-            .zip(kt.chunks_exact_mut(stride))
-            .zip(km.chunks_exact_mut(stride))
-            .enumerate()
-        {
-            for s in 0..vs {
-                kmrow[s] = ktrow[s] * mrow[s];
-            }
-            if let Some(kr) = kr.as_deref_mut() {
-                let krrow = &mut kr[row * stride..(row + 1) * stride];
-                for s in 0..vs {
-                    krrow[s] = ktrow[s] / r[s];
-                }
-            }
-            ktrow[vs..].fill(E::ZERO);
-        }
-    };
+    let work = |(((m, kt), km), kr): Rows<E>| kernel_rows(m, &r, lambda, stride, kt, km, kr);
     let kr_chunks = kr
         .chunks_mut(chunk)
         .map(Some)
@@ -161,6 +165,42 @@ fn precompute_arrays<E: Real>(
         kt,
         kr,
         km,
+    }
+}
+
+/// Rows of `K^T`, `(K .* M)^T` and, when given, `(K / r)^T` from the same rows of the
+/// word-major distances `m` (rows of `stride`, the query's weights `r`), padding included, so a
+/// reused buffer needs no clearing. A chunk's exponentials are taken at once (vectorized,
+/// padding included), then the products row by row while the chunk is still in L2.
+pub(crate) fn kernel_rows<E: Real>(
+    m: &[E],
+    r: &[E],
+    lambda: f64,
+    stride: usize,
+    kt: &mut [E],
+    km: &mut [E],
+    mut kr: Option<&mut [E]>,
+) {
+    let vs = r.len();
+    E::exp_neg_scaled(m, lambda, stride, vs, kt);
+    for (row, ((mrow, ktrow), kmrow)) in m
+        .chunks_exact(stride)
+        .zip(kt.chunks_exact_mut(stride))
+        .zip(km.chunks_exact_mut(stride))
+        .enumerate()
+    {
+        for s in 0..vs {
+            kmrow[s] = ktrow[s] * mrow[s];
+        }
+        kmrow[vs..].fill(E::ZERO);
+        if let Some(kr) = kr.as_deref_mut() {
+            let krrow = &mut kr[row * stride..(row + 1) * stride];
+            for s in 0..vs {
+                krrow[s] = ktrow[s] / r[s];
+            }
+            krrow[vs..].fill(E::ZERO);
+        }
+        ktrow[vs..].fill(E::ZERO);
     }
 }
 
@@ -199,7 +239,9 @@ fn prepare_arrays<E: Real>(
     with_kr: bool,
 ) -> QueryKernels<E> {
     let vs = problem.query().len();
-    let m = phases.time("distance", || E::distances(problem, &words.words, pool));
+    let m = phases.time("distance", || {
+        crate::distance::query_distances::<E>(problem, &words.words, pool)
+    });
     *flops += distance_flops(words.words.len(), vs, problem.dim());
     let kernels = phases.time("precompute", || {
         precompute_arrays(&m, problem.query(), params.lambda, pool, with_kr)
@@ -224,7 +266,7 @@ mod tests {
         let p = random_problem(7, 400, 12, 5);
         let words = WordSet::used(p.docs_by_word());
         let pool = Pool::new(Par::Seq).unwrap();
-        let m = crate::distance::query_distances(&p, &words.words, &pool);
+        let m = crate::distance::query_distances::<f64>(&p, &words.words, &pool);
         let lambda = 3.0;
         let k = precompute(&m, p.query(), lambda, &pool);
         let stride = k.stride;

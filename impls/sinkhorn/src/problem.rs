@@ -237,7 +237,10 @@ impl WmdProblem {
 
 /// `query` sorted by word, or what is wrong with it: a word out of the vocabulary or repeated,
 /// a weight that is not finite and positive, weights that do not sum to 1.
-fn checked_query(mut query: Vec<(u32, f64)>, vocab: usize) -> Result<Vec<(u32, f64)>, WmdError> {
+pub(crate) fn checked_query(
+    mut query: Vec<(u32, f64)>,
+    vocab: usize,
+) -> Result<Vec<(u32, f64)>, WmdError> {
     if query.is_empty() {
         return Err(WmdError::EmptyQuery);
     }

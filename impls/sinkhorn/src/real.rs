@@ -7,8 +7,9 @@
 //! `lambda`) stay `f64` and are rounded where a kernel reads them; the distances a solve returns
 //! are `f64` whatever it ran in.
 
-use crate::buffer::ZeroedBuf;
-use crate::pool::Pool;
+use crate::distance::QuerySide;
+#[cfg(target_arch = "x86_64")]
+use crate::distance_avx512::QueryPack;
 use crate::problem::WmdProblem;
 use crate::row_kernel::KernelTask;
 use parbench_common::work::Precision;
@@ -66,9 +67,21 @@ pub trait Real:
     fn from_f64_slice<'a>(values: &'a [f64], scratch: &'a mut Vec<Self>) -> &'a [Self];
     /// The problem's embeddings in this type, row-major `V x d`.
     fn embeddings(problem: &WmdProblem) -> &[Self];
-    /// The query's distances to `words`, word-major, rows padded to [`Real::LANES`]
-    /// (see [`crate::distance`]).
-    fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<Self>;
+    /// The query side of a distance computation for `query_words` (see [`crate::distance`]):
+    /// AVX-512 panels where the CPU has AVX-512F, else the GEMM's blocks.
+    fn query_side(problem: &WmdProblem, query_words: &[u32]) -> QuerySide<Self>;
+    /// The AVX-512 kernel on one tile of words ([`crate::distance_avx512::distances`]).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn avx512_distances(
+        pack: &QueryPack<Self>,
+        vecs: &[Self],
+        words: &[u32],
+        stride: usize,
+        out: &mut [Self],
+    );
     /// The kernel rows of `m` (word-major rows of `stride` values, `vs` of them used):
     /// `out[i] = exp(-lambda * m[i])` in f64, each within about one ulp. In f32 each row is
     /// first shifted by its smallest used distance, `exp(-lambda (m[i] - min_s m[s]))`, so its
@@ -119,8 +132,19 @@ impl Real for f64 {
     fn embeddings(problem: &WmdProblem) -> &[f64] {
         problem.vecs()
     }
-    fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<f64> {
-        crate::distance::query_distances(problem, words, pool)
+    fn query_side(problem: &WmdProblem, query_words: &[u32]) -> QuerySide<f64> {
+        crate::distance::native_side(problem, query_words)
+    }
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn avx512_distances(
+        pack: &QueryPack<f64>,
+        vecs: &[f64],
+        words: &[u32],
+        stride: usize,
+        out: &mut [f64],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { crate::distance_avx512::distances(pack, vecs, words, stride, out) }
     }
     fn exp_neg_scaled(m: &[f64], lambda: f64, _stride: usize, _vs: usize, out: &mut [f64]) {
         for (k, &d) in out.iter_mut().zip(m) {
@@ -175,12 +199,19 @@ impl Real for f32 {
         problem.vecs_f32()
     }
     /// The AVX-512 microkernel where there is AVX-512F, else the GEMM path, as for f64.
-    fn distances(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<f32> {
-        #[cfg(target_arch = "x86_64")]
-        if crate::distance_avx512::available() {
-            return crate::distance::query_distances_avx512::<f32>(problem, words, pool);
-        }
-        crate::distance::query_distances_gemm(problem, words, pool)
+    fn query_side(problem: &WmdProblem, query_words: &[u32]) -> QuerySide<f32> {
+        crate::distance::native_side(problem, query_words)
+    }
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn avx512_distances(
+        pack: &QueryPack<f32>,
+        vecs: &[f32],
+        words: &[u32],
+        stride: usize,
+        out: &mut [f32],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { crate::distance_avx512::distances(pack, vecs, words, stride, out) }
     }
     /// The exponentials are taken in f64 by the vectorized kernel and rounded once, so each is
     /// the correctly rounded f32 but for double rounding (at most one ulp); the f64 scratch is a
