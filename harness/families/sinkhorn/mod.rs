@@ -20,6 +20,7 @@ use sinkhorn::{Control, Par, SinkhornParams, WmdProblem};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 pub struct SinkhornFamily;
@@ -50,6 +51,12 @@ crate::point_params! {
         iters: usize = SinkhornParams::default().max_iter,
         /// per-document stopping tolerance on the change of x
         tol: Option<f64> = None,
+        /// queries solved against the collection in a run (synthetic; the first is the
+        /// generator's query, the others drawn the same way)
+        queries: usize = 1,
+        /// queries solved together (1: each its own solve; more: one `solve_batch` per batch,
+        /// which the document-major variants run with the distance phase shared)
+        batch: usize = 1,
     }
 }
 
@@ -105,6 +112,8 @@ impl TypedFamily for SinkhornFamily {
             ("words_per_doc", point.words_per_doc),
             ("query_words", point.query_words),
             ("iters", point.iters),
+            ("queries", point.queries),
+            ("batch", point.batch),
         ] {
             positive(&mut issues, key, value);
         }
@@ -164,12 +173,28 @@ impl TypedFamily for SinkhornFamily {
         dataset: Option<&Path>,
         seed: u64,
     ) -> Result<PreparedInput> {
-        let problem = match dataset {
-            None => generate(&point.synthetic_spec(seed))
-                .context("generating the synthetic Sinkhorn problem")?,
-            Some(path) => dataset_problem(point, path, seed)?,
+        let (problem, queries) = match dataset {
+            None => {
+                let spec = point.synthetic_spec(seed);
+                let problem =
+                    generate(&spec).context("generating the synthetic Sinkhorn problem")?;
+                (problem, sinkhorn::generate::queries(&spec, point.queries))
+            }
+            Some(path) if point.queries == 1 => {
+                let problem = dataset_problem(point, path, seed)?;
+                let query = problem.query().to_vec();
+                (problem, vec![query])
+            }
+            Some(_) => bail!(
+                "queries = {}: a dataset point solves its one query (query_doc); several queries \
+                 are drawn for synthetic collections only",
+                point.queries
+            ),
         };
-        Ok(Box::new(problem))
+        Ok(Box::new(Prepared {
+            problem: Mutex::new(problem),
+            queries,
+        }))
     }
 
     fn run(
@@ -179,12 +204,17 @@ impl TypedFamily for SinkhornFamily {
         point: &SinkhornPoint,
         threads: usize,
     ) -> Result<Measurement> {
-        let problem = problem_of(input)?;
+        let prepared: &Prepared = crate::family::prepared(input, "a Sinkhorn problem")?;
+        let mut guard = lock(prepared)?;
+        let problem = &mut *guard;
         let solver = sinkhorn::variant(variant)
             .ok_or_else(|| anyhow!("unknown sinkhorn variant {variant}"))?;
         let params = point.solver();
         // Per-collection work, untimed: a query against a loaded collection does not repeat it.
         solver.prepare(problem);
+        if prepared.queries.len() > 1 {
+            return run_queries(&*solver, problem, &prepared.queries, point, threads);
+        }
         let mut trace = Vec::with_capacity(params.max_iter.min(1 << 16));
         let start = Instant::now();
         let out = solver.solve(problem, &params, Par::threads(threads), &mut |r| {
@@ -282,7 +312,7 @@ impl TypedFamily for SinkhornFamily {
             );
         }
         Ok(Measurement {
-            metrics: Self::size_metrics(problem),
+            metrics: Self::size_metrics(&problem),
             output: distances,
             ..Measurement::default()
         })
@@ -379,8 +409,77 @@ impl SinkhornFamily {
     }
 }
 
-fn problem_of(input: &PreparedInput) -> Result<&WmdProblem> {
-    crate::family::prepared(input, "a Sinkhorn problem")
+/// A point's collection and the queries a run solves against it: the problem's own query alone,
+/// or (`queries` > 1) that many, which a run puts in place in turn; hence the lock (the runs of
+/// a point take their turns).
+struct Prepared {
+    problem: Mutex<WmdProblem>,
+    queries: Vec<Vec<(u32, f64)>>,
+}
+
+fn lock(prepared: &Prepared) -> Result<MutexGuard<'_, WmdProblem>> {
+    prepared
+        .problem
+        .lock()
+        .map_err(|_| anyhow!("internal: an earlier run of this point failed holding its problem"))
+}
+
+fn problem_of(input: &PreparedInput) -> Result<MutexGuard<'_, WmdProblem>> {
+    lock(crate::family::prepared(input, "a Sinkhorn problem")?)
+}
+
+/// A run of several queries against the collection, `point.batch` at a time: their distances
+/// one query after another, phases and flops summed, `queries_per_s`. The collection's own
+/// query is put back at the end, for the next run.
+fn run_queries(
+    solver: &dyn sinkhorn::WmdSolver,
+    problem: &mut WmdProblem,
+    queries: &[Vec<(u32, f64)>],
+    point: &SinkhornPoint,
+    threads: usize,
+) -> Result<Measurement> {
+    let params = point.solver();
+    let par = Par::threads(threads);
+    let start = Instant::now();
+    let mut outputs = Vec::with_capacity(queries.len());
+    for batch in queries.chunks(point.batch) {
+        if point.batch == 1 {
+            problem.set_query(batch[0].clone())?;
+            outputs.push(solver.solve(problem, &params, par, &mut |_| Control::Continue)?);
+        } else {
+            outputs.extend(solver.solve_batch(problem, batch, &params, par)?);
+        }
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let mut phases_s = BTreeMap::new();
+    let mut work = sinkhorn::Work::none(solver.threads(par));
+    let (mut flops, mut iterations) = (0.0, 0);
+    let mut distances = Vec::with_capacity(queries.len() * problem.num_docs());
+    for (query, out) in queries.iter().zip(&outputs) {
+        for &(name, seconds) in &out.phases.0 {
+            *phases_s.entry(name.to_string()).or_insert(0.0) += seconds;
+        }
+        flops += out.flops;
+        iterations = iterations.max(out.iterations);
+        // The work model reads the query's size from the problem.
+        problem.set_query(query.clone())?;
+        work = work.then(&solver.work(problem, out, par));
+        distances.extend_from_slice(&out.distances);
+    }
+    problem.set_query(queries[0].clone())?;
+    let mut metrics = SinkhornFamily::size_metrics(problem);
+    metrics.insert("gflop_per_s".to_string(), flops / wall / 1e9);
+    metrics.insert("flops".to_string(), flops);
+    metrics.insert("iterations".to_string(), iterations as f64);
+    metrics.insert("queries_per_s".to_string(), queries.len() as f64 / wall);
+    metrics.extend(crate::exec::bound::work_metrics(&work));
+    Ok(Measurement {
+        wall_time_s: wall,
+        phases_s,
+        metrics,
+        output: distances,
+        trace: Vec::new(),
+    })
 }
 
 /// Real documents, the first `docs` of them as targets and document `query_doc` as the query:

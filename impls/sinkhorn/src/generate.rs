@@ -142,6 +142,22 @@ pub fn generate(spec: &SyntheticSpec) -> Result<WmdProblem, WmdError> {
     WmdProblem::new(vecs, dim, query, by_doc.transpose())
 }
 
+/// `count` queries against the collection `spec` describes, each drawn as its query is (distinct
+/// words from the same Zipf law, weighted by their draw counts): the first is [`generate`]'s own query, the
+/// others come from their own seeded streams, so a batch of any size starts with the same ones.
+pub fn queries(spec: &SyntheticSpec, count: usize) -> Vec<Vec<(u32, f64)>> {
+    if spec.vocab == 0 {
+        return vec![Vec::new(); count];
+    }
+    let zipf = Zipf::new(spec.vocab, spec.zipf_exponent);
+    (0..count as u64)
+        .map(|i| {
+            let mut rng = Rng::stream(spec.seed, u64::MAX - i);
+            distinct_words(&zipf, spec.vocab, spec.query_words, &mut rng)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +213,21 @@ mod tests {
             let text = format!("{x:.6}");
             assert_eq!(text.parse::<f64>().unwrap().to_bits(), x.to_bits(), "{x}");
         }
+    }
+
+    #[test]
+    fn the_first_of_the_queries_is_the_problems_and_the_others_differ() {
+        let spec = small();
+        let problem = generate(&spec).unwrap();
+        let qs = queries(&spec, 4);
+        assert_eq!(qs[0], problem.query());
+        assert_eq!(queries(&spec, 2), qs[..2]);
+        for q in &qs {
+            assert_eq!(q.len(), spec.query_words);
+            let mut p = problem.clone();
+            p.set_query(q.clone()).expect("a valid query");
+        }
+        assert!(qs[1..].iter().all(|q| q != &qs[0]));
     }
 
     #[test]
