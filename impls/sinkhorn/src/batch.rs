@@ -48,10 +48,7 @@ pub fn solve_batch<E: Real>(
     par: Par,
 ) -> Result<Vec<WmdOutput>, WmdError> {
     params.validate()?;
-    let queries: Vec<Vec<(u32, f64)>> = queries
-        .iter()
-        .map(|q| checked_query(q.clone(), problem.vocab()))
-        .collect::<Result<_, _>>()?;
+    let queries = checked_batch(queries, problem.vocab())?;
     let pool = Pool::new(par)?;
     let collection = Collection::new(problem, &pool);
     let rows = collection.words.words.len();
@@ -95,6 +92,24 @@ pub fn solve_batch<E: Real>(
         start = end;
     }
     Ok(outputs)
+}
+
+/// Every query of a batch checked as [`WmdProblem::set_query`] checks one (and sorted by word),
+/// or the first that is not valid, with its position.
+pub(crate) fn checked_batch(
+    queries: &[Vec<(u32, f64)>],
+    vocab: usize,
+) -> Result<Vec<Vec<(u32, f64)>>, WmdError> {
+    queries
+        .iter()
+        .enumerate()
+        .map(|(index, q)| {
+            checked_query(q.clone(), vocab).map_err(|e| WmdError::BatchQuery {
+                index,
+                source: Box::new(e),
+            })
+        })
+        .collect()
 }
 
 /// One tile's rows of one query's three arrays.
@@ -361,8 +376,21 @@ mod tests {
         let err =
             solve_batch::<f64>(&problem, &batch, &SinkhornParams::default(), Par::Seq).unwrap_err();
         assert!(
-            matches!(err, WmdError::QueryWordOutOfRange { word: 100, .. }),
+            matches!(&err, WmdError::BatchQuery { index: 1, source }
+                if matches!(**source, WmdError::QueryWordOutOfRange { word: 100, .. })),
             "{err}"
         );
+        assert!(err.to_string().starts_with("query 1 of the batch"), "{err}");
+        // The trait's default, one solve per query, checks them all first too.
+        let mut problem = problem;
+        let own = problem.query().to_vec();
+        let err = crate::Dense
+            .solve_batch(&mut problem, &batch, &SinkhornParams::default(), Par::Seq)
+            .unwrap_err();
+        assert!(
+            matches!(err, WmdError::BatchQuery { index: 1, .. }),
+            "{err}"
+        );
+        assert_eq!(problem.query(), own);
     }
 }

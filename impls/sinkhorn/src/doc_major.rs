@@ -184,6 +184,11 @@ impl<E: Real> WmdSolver for DocMajor<E> {
         true
     }
 
+    /// The loop runs before the reports are replayed (the module's docs).
+    fn stops_early(&self) -> bool {
+        false
+    }
+
     fn precision(&self) -> Precision {
         E::PRECISION
     }

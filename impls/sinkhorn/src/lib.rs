@@ -109,7 +109,8 @@ pub trait WmdSolver: Send + Sync {
     ) -> Result<WmdOutput, WmdError>;
 
     /// Solves every query of `queries` against `problem`'s documents and embeddings, in order
-    /// (the problem's own query plays no part, and the problem is left as it was). By default
+    /// (the problem's own query plays no part, and the problem is left as it was). Every query
+    /// is checked before any work starts ([`WmdError::BatchQuery`] names the first bad one). By default
     /// one after another, each as [`WmdSolver::solve`] on the problem with the query in place;
     /// the document-major variants share the pool, the collection's layout and, across each
     /// group of queries, the distance phase ([`batch`]). Each query's distances are its own
@@ -121,11 +122,13 @@ pub trait WmdSolver: Send + Sync {
         params: &SinkhornParams,
         par: Par,
     ) -> Result<Vec<WmdOutput>, WmdError> {
+        // Every query checked before the first solve.
+        let queries = batch::checked_batch(queries, problem.vocab())?;
         let own = problem.query().to_vec();
         let outputs = queries
-            .iter()
+            .into_iter()
             .map(|query| {
-                problem.set_query(query.clone())?;
+                problem.set_query(query)?;
                 self.solve(problem, params, par, &mut |_| Control::Continue)
             })
             .collect();
@@ -143,6 +146,14 @@ pub trait WmdSolver: Send + Sync {
     /// query (the f32 copy of the embeddings for `doc-major-f32`). A solve does it itself when it
     /// was not done; callers that time solves call this first, as loading the collection would.
     fn prepare(&self, _problem: &WmdProblem) {}
+
+    /// Whether [`Control::Stop`] ends the solve's work at the iteration it answers (every
+    /// variant that sweeps all documents once per iteration), or only the replay of the reports
+    /// after it: the document-major variants run every document's iterations before they report
+    /// ([`doc_major`]), so a stop cannot shorten their work.
+    fn stops_early(&self) -> bool {
+        true
+    }
 
     /// Whether the variant uses more than one thread when given `Par::Rayon(n)`.
     fn is_parallel(&self) -> bool {

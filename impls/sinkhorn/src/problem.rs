@@ -8,6 +8,14 @@ use thiserror::Error;
 /// What can be wrong with a Sinkhorn-WMD problem or run.
 #[derive(Debug, Error, PartialEq)]
 pub enum WmdError {
+    /// A query of a batch ([`crate::WmdSolver::solve_batch`]) is not a valid query.
+    #[error("query {index} of the batch (counting from 0): {source}")]
+    BatchQuery {
+        /// Its position in the batch.
+        index: usize,
+        /// What is wrong with it.
+        source: Box<WmdError>,
+    },
     /// The embedding array is not `vocab x dim` long.
     #[error("embeddings have {len} values, expected vocabulary {vocab} x dimension {dim}")]
     EmbeddingShape {
