@@ -84,3 +84,66 @@ fn a_zero_sized_problem_is_refused_by_the_plan_naming_the_key() {
     assert!(err.contains("dim"), "{err}");
     assert!(err.contains(&format!("{}:", file.display())), "{err}");
 }
+
+#[test]
+fn several_queries_alone_and_in_batches_give_every_query_its_own_distances() {
+    // Five queries against one collection, one at a time and in batches of two (the last
+    // alone): every variant agrees with dense at both, and the two runs of a variant give the
+    // same distances, query by query (each batch's queries are their own solves).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("batch.yaml");
+    let text = experiment(&["dense", "fused", "doc-major", "doc-major-f32"])
+        .replace("  iters: 12\n", "  iters: 12\n  queries: 5\n")
+        .replace(
+            "  threads: [1, 2]\n",
+            "  threads: [1, 2]\n  batch: [1, 2]\n",
+        );
+    std::fs::write(&file, text).unwrap();
+    let plan = plan::build(&file, false, None).unwrap();
+    let summary = runner::run(&plan, &dir.path().join("run"), false, ProgressMode::Silent)
+        .expect("the sweep runs");
+    assert_eq!(summary.rows.len(), 4 * 4 * 2);
+    for claim in &summary.claims {
+        assert!(claim.passed, "{}: {}", claim.name, claim.detail);
+    }
+    for row in &summary.rows {
+        assert!(row.metrics["queries_per_s"] > 0.0, "{row:?}");
+        // The document-major variants share the distance phase in a batch (`kernels`).
+        let batched = row
+            .params
+            .get("batch")
+            .is_some_and(|b| b.to_string() == "2");
+        let shared = batched && row.variant.starts_with("doc-major");
+        assert_eq!(row.phases_s.contains_key("kernels"), shared, "{row:?}");
+    }
+    let flops = |variant: &str, batch: &str| -> f64 {
+        let param = |r: &parbench::family::ResultRow, key: &str| {
+            r.params.get(key).map(|v| v.to_string()).unwrap_or_default()
+        };
+        summary
+            .rows
+            .iter()
+            .find(|r| {
+                r.variant == variant && param(r, "batch") == batch && param(r, "threads") == "1"
+            })
+            .map(|r| r.metrics["flops"])
+            .unwrap_or_else(|| panic!("no row of {variant} at batch {batch}"))
+    };
+    // Sharing a word computes its distances once: a batch does less work than its queries
+    // alone, the dense variant (one query at a time either way) the same.
+    assert!(flops("doc-major", "2") < flops("doc-major", "1"));
+    assert_eq!(flops("dense", "2"), flops("dense", "1"));
+}
+
+#[test]
+fn a_batch_of_no_queries_is_refused_by_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(
+        &file,
+        experiment(&["doc-major"]).replace("  iters: 12\n", "  iters: 12\n  batch: 0\n"),
+    )
+    .unwrap();
+    let err = plan::build(&file, false, None).unwrap_err().to_string();
+    assert!(err.contains("batch"), "{err}");
+}
