@@ -1,9 +1,8 @@
-//! A batch of queries at the paper's shape: 16 queries of 19 Zipf-drawn words (the generator's
-//! law) solved one at a time (`solve` per query) and as one batch (`solve_batch`), alternating,
+//! A batch of queries at the paper's shape: 16 queries of 19 words drawn as the generator draws
+//! its query solved one at a time (`solve` per query) and as one batch (`solve_batch`), alternating,
 //! best of `REPS`, with the per-query time of each and their ratio.
 //! `REPS=3 cargo run --release -p sinkhorn --example batch_bench -- [threads] [f32]`
 
-use parbench_common::rng::{Rng, Zipf};
 use sinkhorn::generate::{generate, SyntheticSpec};
 use sinkhorn::{Control, DocMajorFused, DocMajorFusedF32, Par, SinkhornParams, WmdSolver};
 use std::time::Instant;
@@ -18,21 +17,7 @@ fn main() {
         .unwrap_or(3);
     let spec = SyntheticSpec::paper();
     let mut problem = generate(&spec).expect("paper spec is valid");
-    let zipf = Zipf::new(spec.vocab, spec.zipf_exponent);
-    let mut rng = Rng::new(7);
-    let queries: Vec<Vec<(u32, f64)>> = (0..16)
-        .map(|_| {
-            let mut words: Vec<u32> = Vec::new();
-            while words.len() < spec.query_words {
-                let w = zipf.sample(&mut rng) as u32;
-                if !words.contains(&w) {
-                    words.push(w);
-                }
-            }
-            let weight = 1.0 / words.len() as f64;
-            words.into_iter().map(|w| (w, weight)).collect()
-        })
-        .collect();
+    let queries = sinkhorn::generate::queries(&spec, 16);
     let solver: Box<dyn WmdSolver> = if f32_mode {
         Box::new(DocMajorFusedF32::default())
     } else {

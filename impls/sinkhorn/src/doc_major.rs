@@ -220,7 +220,6 @@ impl<E: Real> WmdSolver for DocMajor<E> {
         params: &SinkhornParams,
         par: Par,
     ) -> Result<Vec<WmdOutput>, WmdError> {
-        E::embeddings(problem);
         crate::batch::solve_batch::<E>(problem, queries, params, par)
     }
 }
