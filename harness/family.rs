@@ -221,6 +221,13 @@ pub trait Family: Send + Sync {
     /// Files a point reads from the data dir beside its dataset, besides the dataset itself:
     /// (the parameter naming it, the file name), checked by the plan before anything runs.
     fn data_files(&self, point: &TypedPoint) -> anyhow::Result<Vec<(&'static str, String)>>;
+    /// What is wrong with a point's parameters when it reads a dataset rather than generating
+    /// its data (a parameter only synthetic data can honour), checked by the plan before
+    /// anything runs.
+    fn dataset_issues(
+        &self,
+        point: &TypedPoint,
+    ) -> anyhow::Result<Vec<crate::families::params::PointIssue>>;
     /// Builds the input for one point: generates synthetic data from the point's parameters and
     /// `seed`, or loads `dataset`.
     fn prepare(
@@ -330,6 +337,11 @@ pub trait TypedFamily: Send + Sync {
     }
     /// See [`Family::data_files`].
     fn data_files(&self, point: &Self::Point) -> Vec<(&'static str, String)> {
+        let _ = point;
+        Vec::new()
+    }
+    /// See [`Family::dataset_issues`].
+    fn dataset_issues(&self, point: &Self::Point) -> Vec<crate::families::params::PointIssue> {
         let _ = point;
         Vec::new()
     }
@@ -470,6 +482,12 @@ impl<F: TypedFamily> Family for F {
     }
     fn data_files(&self, point: &TypedPoint) -> anyhow::Result<Vec<(&'static str, String)>> {
         Ok(TypedFamily::data_files(self, downcast(point, F::NAME)?))
+    }
+    fn dataset_issues(
+        &self,
+        point: &TypedPoint,
+    ) -> anyhow::Result<Vec<crate::families::params::PointIssue>> {
+        Ok(TypedFamily::dataset_issues(self, downcast(point, F::NAME)?))
     }
     fn prepare(
         &self,

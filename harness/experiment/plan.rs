@@ -183,6 +183,7 @@ pub fn build_from_str(
     };
     if let (Some(f), Some(dataset)) = (&family, &dataset) {
         if typed.len() == points.len() {
+            v.check_dataset_points(&config, f.as_ref(), &points, &typed);
             v.check_data_files(&config, f.as_ref(), &points, &typed, dataset);
         }
     }
@@ -565,28 +566,60 @@ impl<'a> Validator<'a> {
                 .collect();
             match family.typed_point(&valid, &config.variants) {
                 Ok(t) => typed.push(t),
-                Err(issues) => {
-                    for issue in issues {
-                        if !reported.insert(issue.message.clone()) {
-                            continue;
-                        }
-                        let at = self.locate_point_key(config, point, &issue.keys);
-                        let swept: Vec<String> = config
-                            .sweep
-                            .keys()
-                            .filter_map(|k| point.get(k).map(|v| format!("{k}={v}")))
-                            .collect();
-                        let message = if swept.is_empty() {
-                            issue.message
-                        } else {
-                            format!("{} (at the point {})", issue.message, swept.join(", "))
-                        };
-                        self.push(at, message, Some(issue.help));
-                    }
-                }
+                Err(issues) => self.report_point_issues(config, point, issues, &mut reported),
             }
         }
         typed
+    }
+
+    /// Reports what a family found wrong with a point, each message once (`reported` holds those
+    /// already given), at the key it names, with the point's swept values.
+    fn report_point_issues(
+        &mut self,
+        config: &ExperimentConfig,
+        point: &Params,
+        issues: Vec<crate::families::params::PointIssue>,
+        reported: &mut BTreeSet<String>,
+    ) {
+        for issue in issues {
+            if !reported.insert(issue.message.clone()) {
+                continue;
+            }
+            let at = self.locate_point_key(config, point, &issue.keys);
+            let swept: Vec<String> = config
+                .sweep
+                .keys()
+                .filter_map(|k| point.get(k).map(|v| format!("{k}={v}")))
+                .collect();
+            let message = if swept.is_empty() {
+                issue.message
+            } else {
+                format!("{} (at the point {})", issue.message, swept.join(", "))
+            };
+            self.push(at, message, Some(issue.help));
+        }
+    }
+
+    /// What the family finds wrong with each point given that it reads a dataset
+    /// ([`Family::dataset_issues`]).
+    fn check_dataset_points(
+        &mut self,
+        config: &ExperimentConfig,
+        family: &dyn Family,
+        points: &[Params],
+        typed: &[TypedPoint],
+    ) {
+        let mut reported = BTreeSet::new();
+        for (point, typed) in points.iter().zip(typed) {
+            match family.dataset_issues(typed) {
+                Ok(issues) => self.report_point_issues(config, point, issues, &mut reported),
+                Err(e) => {
+                    let at = self.at(&top("family"));
+                    self.push(at, e.to_string(), None);
+                    return;
+                }
+            }
+        }
     }
 
     /// Checks that the files every point reads beside its dataset ([`Family::data_files`]) are

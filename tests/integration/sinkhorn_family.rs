@@ -147,3 +147,26 @@ fn a_batch_of_no_queries_is_refused_by_the_plan() {
     let err = plan::build(&file, false, None).unwrap_err().to_string();
     assert!(err.contains("batch"), "{err}");
 }
+
+#[test]
+fn several_queries_on_a_dataset_are_refused_by_the_plan_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("train.txt"),
+        "crude\toil prices rose\nmoney\tbank rate fell\n",
+    )
+    .unwrap();
+    let file = dir.path().join("dataset.yaml");
+    let text = experiment(&["doc-major"])
+        .replace(
+            "data: { source: synthetic, seed: 7 }",
+            "data: { source: dataset, file: train.txt, seed: 7 }",
+        )
+        .replace("  iters: 12\n", "  iters: 12\n  queries: 4\n");
+    std::fs::write(&file, text).unwrap();
+    let err = plan::build(&file, false, Some(dir.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("queries = 4"), "{err}");
+    assert!(err.contains(&format!("{}:", file.display())), "{err}");
+}

@@ -146,6 +146,21 @@ impl TypedFamily for SinkhornFamily {
         issues
     }
 
+    fn dataset_issues(&self, point: &SinkhornPoint) -> Vec<PointIssue> {
+        if point.queries == 1 {
+            return Vec::new();
+        }
+        vec![PointIssue::new(
+            &["queries"],
+            format!(
+                "queries = {}: a point on a dataset solves its one query (query_doc); several \
+                 queries are drawn for synthetic collections only",
+                point.queries
+            ),
+            "leave queries at 1 here, or make the data source synthetic",
+        )]
+    }
+
     fn datasets(&self) -> Vec<(&'static str, &'static str)> {
         vec![
             (
@@ -185,9 +200,9 @@ impl TypedFamily for SinkhornFamily {
                 let query = problem.query().to_vec();
                 (problem, vec![query])
             }
+            // The plan refuses this (`dataset_issues`); a direct caller learns it here.
             Some(_) => bail!(
-                "queries = {}: a dataset point solves its one query (query_doc); several queries \
-                 are drawn for synthetic collections only",
+                "queries = {}: a point on a dataset solves its one query (query_doc)",
                 point.queries
             ),
         };
