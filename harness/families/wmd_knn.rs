@@ -31,13 +31,14 @@
 
 use crate::exec::bound::work_metrics;
 use crate::families::params::{positive, Choice, Named, PointIssue};
+use crate::families::sinkhorn::solve_queries;
 use crate::families::word2vec::InnerVariant;
 use crate::family::{prepared, Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, bail, Context, Result};
 use parbench_common::embeddings::Embeddings;
-use parbench_common::{Par, Work};
+use parbench_common::Par;
 use sinkhorn::corpus::{batch_problem, TargetsAndQueries};
-use sinkhorn::{knn, Control, SinkhornParams, WmdProblem};
+use sinkhorn::{knn, SinkhornParams, WmdProblem};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -331,36 +332,19 @@ impl TypedFamily for WmdKnnFamily {
         // Once per collection, as loading it would be (queries only swap the query).
         solver.prepare(&problem);
         let docs = problem.num_docs();
-        let mut distances = Vec::with_capacity(prepared.queries.len() * docs);
-        let (mut flops, mut work) = (0.0, Work::none(solver.threads(par)));
-        // The solver's own phases (distance, precompute, loop, final), summed over the queries.
-        let mut phases_s = BTreeMap::new();
         let start = Instant::now();
-        for (b, batch) in prepared.queries.chunks(point.batch).enumerate() {
-            let first = b * point.batch;
-            let outputs = if point.batch == 1 {
-                // One solve per query, as a caller without batches runs them.
-                problem.set_query(batch[0].clone())?;
-                vec![solver
-                    .solve(&problem, &params, par, &mut |_| Control::Continue)
-                    .with_context(|| format!("query {first}"))?]
-            } else {
-                solver
-                    .solve_batch(&mut problem, batch, &params, par)
-                    .with_context(|| format!("queries {first}..{}", first + batch.len()))?
-            };
-            for (query, out) in batch.iter().zip(outputs) {
-                flops += out.flops;
-                for &(name, seconds) in &out.phases.0 {
-                    *phases_s.entry(name.to_string()).or_insert(0.0) += seconds;
-                }
-                // The work model reads the query's size from the problem.
-                problem.set_query(query.clone())?;
-                work = work.then(&solver.work(&problem, &out, par));
-                distances.extend_from_slice(&out.distances);
-            }
-        }
-        let wmd_s = start.elapsed().as_secs_f64();
+        // The solver's own phases (distance, precompute, loop, final), summed over the queries.
+        let solved = solve_queries(
+            &*solver,
+            &mut problem,
+            &prepared.queries,
+            point.batch,
+            &params,
+            par,
+        )?;
+        let (flops, wmd_s) = (solved.flops, solved.solve_s);
+        let mut phases_s = solved.phases_s;
+        let distances = solved.distances;
         let started = Instant::now();
         let errors = errors_by_k(
             distances.chunks_exact(docs),
@@ -378,7 +362,7 @@ impl TypedFamily for WmdKnnFamily {
         metrics.insert("flops".to_string(), flops);
         metrics.insert("gflop_per_s".to_string(), flops / wmd_s / 1e9);
         metrics.insert("wmd_s".to_string(), wmd_s);
-        metrics.extend(work_metrics(&work));
+        metrics.extend(work_metrics(&solved.work));
         Ok(Measurement {
             wall_time_s: wall,
             phases_s: {

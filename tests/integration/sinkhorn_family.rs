@@ -4,6 +4,7 @@
 
 use parbench::exec::runner::{self, ProgressMode};
 use parbench::experiment::plan;
+use std::path::{Path, PathBuf};
 
 fn experiment(variants: &[&str]) -> String {
     format!(
@@ -71,16 +72,22 @@ fn every_registered_variant_runs_in_the_harness_and_agrees_with_dense() {
     }
 }
 
+/// The plan's error for the experiment `text`, written into `dir` (its data dir too), and the
+/// file's path.
+fn plan_error(dir: &Path, text: &str) -> (String, PathBuf) {
+    let file = dir.join("bad.yaml");
+    std::fs::write(&file, text).unwrap();
+    let err = plan::build(&file, false, Some(dir))
+        .unwrap_err()
+        .to_string();
+    (err, file)
+}
+
 #[test]
 fn a_zero_sized_problem_is_refused_by_the_plan_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("bad.yaml");
-    std::fs::write(
-        &file,
-        experiment(&["dense", "fused"]).replace("dim: 16", "dim: 0"),
-    )
-    .unwrap();
-    let err = plan::build(&file, false, None).unwrap_err().to_string();
+    let text = experiment(&["dense", "fused"]).replace("dim: 16", "dim: 0");
+    let (err, file) = plan_error(dir.path(), &text);
     assert!(err.contains("dim"), "{err}");
     assert!(err.contains(&format!("{}:", file.display())), "{err}");
 }
@@ -138,13 +145,8 @@ fn several_queries_alone_and_in_batches_give_every_query_its_own_distances() {
 #[test]
 fn a_batch_of_no_queries_is_refused_by_the_plan() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("bad.yaml");
-    std::fs::write(
-        &file,
-        experiment(&["doc-major"]).replace("  iters: 12\n", "  iters: 12\n  batch: 0\n"),
-    )
-    .unwrap();
-    let err = plan::build(&file, false, None).unwrap_err().to_string();
+    let text = experiment(&["doc-major"]).replace("  iters: 12\n", "  iters: 12\n  batch: 0\n");
+    let (err, _) = plan_error(dir.path(), &text);
     assert!(err.contains("batch"), "{err}");
 }
 
@@ -156,17 +158,13 @@ fn several_queries_on_a_dataset_are_refused_by_the_plan_naming_the_key() {
         "crude\toil prices rose\nmoney\tbank rate fell\n",
     )
     .unwrap();
-    let file = dir.path().join("dataset.yaml");
     let text = experiment(&["doc-major"])
         .replace(
             "data: { source: synthetic, seed: 7 }",
             "data: { source: dataset, file: train.txt, seed: 7 }",
         )
         .replace("  iters: 12\n", "  iters: 12\n  queries: 4\n");
-    std::fs::write(&file, text).unwrap();
-    let err = plan::build(&file, false, Some(dir.path()))
-        .unwrap_err()
-        .to_string();
+    let (err, file) = plan_error(dir.path(), &text);
     assert!(err.contains("queries = 4"), "{err}");
     assert!(err.contains(&format!("{}:", file.display())), "{err}");
 }

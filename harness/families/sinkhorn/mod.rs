@@ -443,9 +443,74 @@ fn problem_of(input: &PreparedInput) -> Result<MutexGuard<'_, WmdProblem>> {
     lock(crate::family::prepared(input, "a Sinkhorn problem")?)
 }
 
-/// A run of several queries against the collection, `point.batch` at a time: their distances
-/// one query after another, phases and flops summed, `queries_per_s`. The collection's own
-/// query is put back at the end, for the next run.
+/// Every query of `queries` solved against `problem`, `batch` at a time (1: a `solve` each, as
+/// a caller without batches runs them; more: `solve_batch`), in order, and what a run reports of
+/// them summed. The problem is left holding the last query.
+pub(crate) struct SolvedQueries {
+    /// Seconds of the solves alone.
+    pub solve_s: f64,
+    /// Every query's distances, one query after another.
+    pub distances: Vec<f64>,
+    /// The solver's phases, summed over the queries.
+    pub phases_s: BTreeMap<String, f64>,
+    pub flops: f64,
+    pub work: sinkhorn::Work,
+    /// The most iterations any query ran.
+    pub iterations: usize,
+}
+
+pub(crate) fn solve_queries(
+    solver: &dyn sinkhorn::WmdSolver,
+    problem: &mut WmdProblem,
+    queries: &[Vec<(u32, f64)>],
+    batch: usize,
+    params: &SinkhornParams,
+    par: Par,
+) -> Result<SolvedQueries> {
+    let start = Instant::now();
+    let mut outputs = Vec::with_capacity(queries.len());
+    for (b, chunk) in queries.chunks(batch).enumerate() {
+        let first = b * batch;
+        if batch == 1 {
+            problem.set_query(chunk[0].clone())?;
+            outputs.push(
+                solver
+                    .solve(problem, params, par, &mut |_| Control::Continue)
+                    .with_context(|| format!("query {first}"))?,
+            );
+        } else {
+            outputs.extend(
+                solver
+                    .solve_batch(problem, chunk, params, par)
+                    .with_context(|| format!("queries {first}..{}", first + chunk.len()))?,
+            );
+        }
+    }
+    let solve_s = start.elapsed().as_secs_f64();
+    let mut solved = SolvedQueries {
+        solve_s,
+        distances: Vec::with_capacity(queries.len() * problem.num_docs()),
+        phases_s: BTreeMap::new(),
+        flops: 0.0,
+        work: sinkhorn::Work::none(solver.threads(par)),
+        iterations: 0,
+    };
+    for (query, out) in queries.iter().zip(&outputs) {
+        for &(name, seconds) in &out.phases.0 {
+            *solved.phases_s.entry(name.to_string()).or_insert(0.0) += seconds;
+        }
+        solved.flops += out.flops;
+        solved.iterations = solved.iterations.max(out.iterations);
+        // The work model reads the query's size from the problem.
+        problem.set_query(query.clone())?;
+        solved.work = solved.work.then(&solver.work(problem, out, par));
+        solved.distances.extend_from_slice(&out.distances);
+    }
+    Ok(solved)
+}
+
+/// A run of several queries against the collection, `point.batch` at a time, with
+/// `queries_per_s`; the collection's own query is put back at the end, for the next run.
 fn run_queries(
     solver: &dyn sinkhorn::WmdSolver,
     problem: &mut WmdProblem,
@@ -453,46 +518,21 @@ fn run_queries(
     point: &SinkhornPoint,
     threads: usize,
 ) -> Result<Measurement> {
-    let params = point.solver();
     let par = Par::threads(threads);
-    let start = Instant::now();
-    let mut outputs = Vec::with_capacity(queries.len());
-    for batch in queries.chunks(point.batch) {
-        if point.batch == 1 {
-            problem.set_query(batch[0].clone())?;
-            outputs.push(solver.solve(problem, &params, par, &mut |_| Control::Continue)?);
-        } else {
-            outputs.extend(solver.solve_batch(problem, batch, &params, par)?);
-        }
-    }
-    let wall = start.elapsed().as_secs_f64();
-    let mut phases_s = BTreeMap::new();
-    let mut work = sinkhorn::Work::none(solver.threads(par));
-    let (mut flops, mut iterations) = (0.0, 0);
-    let mut distances = Vec::with_capacity(queries.len() * problem.num_docs());
-    for (query, out) in queries.iter().zip(&outputs) {
-        for &(name, seconds) in &out.phases.0 {
-            *phases_s.entry(name.to_string()).or_insert(0.0) += seconds;
-        }
-        flops += out.flops;
-        iterations = iterations.max(out.iterations);
-        // The work model reads the query's size from the problem.
-        problem.set_query(query.clone())?;
-        work = work.then(&solver.work(problem, out, par));
-        distances.extend_from_slice(&out.distances);
-    }
+    let solved = solve_queries(solver, problem, queries, point.batch, &point.solver(), par)?;
     problem.set_query(queries[0].clone())?;
+    let wall = solved.solve_s;
     let mut metrics = SinkhornFamily::size_metrics(problem);
-    metrics.insert("gflop_per_s".to_string(), flops / wall / 1e9);
-    metrics.insert("flops".to_string(), flops);
-    metrics.insert("iterations".to_string(), iterations as f64);
+    metrics.insert("gflop_per_s".to_string(), solved.flops / wall / 1e9);
+    metrics.insert("flops".to_string(), solved.flops);
+    metrics.insert("iterations".to_string(), solved.iterations as f64);
     metrics.insert("queries_per_s".to_string(), queries.len() as f64 / wall);
-    metrics.extend(crate::exec::bound::work_metrics(&work));
+    metrics.extend(crate::exec::bound::work_metrics(&solved.work));
     Ok(Measurement {
         wall_time_s: wall,
-        phases_s,
+        phases_s: solved.phases_s,
         metrics,
-        output: distances,
+        output: solved.distances,
         trace: Vec::new(),
     })
 }
