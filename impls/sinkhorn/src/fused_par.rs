@@ -52,6 +52,52 @@ use std::time::Instant;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FusedSddmmSpmmPar;
 
+/// `fused-par` with the word rows split into parts of equal row counts instead of equal
+/// nonzeros (`fused-par-rows`): the plain row partition the paper's §III-D balancing replaces.
+/// With Zipf-skewed words the parts' nonzeros differ widely (the frequent words have the lowest
+/// ids at the synthetic shapes, so the first part holds most of the nonzeros), and the slowest
+/// thread sets the pace; everything else, accumulators and reduction included, is `fused-par`'s,
+/// so the two differ in the balance alone.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FusedSddmmSpmmParRows;
+
+/// How the word rows of `c` are split among the threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Split {
+    /// Equal nonzeros ([`nnz_balanced`]; a row may be cut between two parts).
+    Nonzeros,
+    /// Equal numbers of whole rows.
+    Rows,
+}
+
+impl Split {
+    fn ranges(self, row_ptr: &[usize], parts: usize) -> Vec<NonzeroRange> {
+        match self {
+            Split::Nonzeros => nnz_balanced(row_ptr, parts)
+                .windows(2)
+                .map(|w| NonzeroRange {
+                    row: w[0].row,
+                    first: w[0].nnz,
+                    end: w[1].nnz,
+                })
+                .collect(),
+            Split::Rows => {
+                let rows = row_ptr.len() - 1;
+                (0..parts)
+                    .map(|t| {
+                        let (first, last) = (t * rows / parts, (t + 1) * rows / parts);
+                        NonzeroRange {
+                            row: first,
+                            first: row_ptr[first],
+                            end: row_ptr[last],
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
 impl WmdSolver for FusedSddmmSpmmPar {
     fn name(&self) -> &'static str {
         "fused-par"
@@ -68,72 +114,96 @@ impl WmdSolver for FusedSddmmSpmmPar {
         par: Par,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
     ) -> Result<WmdOutput, WmdError> {
-        params.validate()?;
-        let pool = Pool::new(par)?;
-        let mut phases = PhaseTimes::default();
-        let mut flops = 0.0;
-        let c = problem.docs_by_word();
-        let n = problem.num_docs();
-        let words = WordSet::used(c);
-        let kernels =
-            precompute::prepare_without_kr(problem, params, &words, &pool, &mut phases, &mut flops);
-        let parts = pool.threads();
-        let ranges: Vec<NonzeroRange> = nnz_balanced(&words.row_ptr, parts)
-            .windows(2)
-            .map(|w| NonzeroRange {
-                row: w[0].row,
-                first: w[0].nnz,
-                end: w[1].nnz,
-            })
-            .collect();
-        let weights: Vec<f64> = problem.query().iter().map(|&(_, r)| r).collect();
-        let mut state = DocState::new(problem, params);
-
-        let loop_start = Instant::now();
-        let iterations = {
-            let mut run = LoopRun {
-                words: &words,
-                c,
-                kernels: &kernels,
-                ranges: &ranges,
-                weights: &weights,
-                params,
-                state: &mut state,
-                flops: &mut flops,
-            };
-            run.run(&pool, progress)?
-        };
-        phases.add("loop", loop_start.elapsed().as_secs_f64());
-
-        let distances = phases.time("final", || -> Result<Vec<f64>, WmdError> {
-            let u = &state.u;
-            let kernel = |(wmd, &range): (&mut Vec<f64>, &NonzeroRange)| {
-                wmd.fill(0.0);
-                sddmm_spmm_type2(&words, c.indices(), c.values(), &kernels, range, u, wmd);
-            };
-            let mut partial: Vec<Vec<f64>> = (0..parts).map(|_| vec![0.0; n]).collect();
-            if parts > 1 {
-                pool.run(|| partial.par_iter_mut().zip(&ranges).for_each(kernel));
-            } else {
-                partial.iter_mut().zip(&ranges).for_each(kernel);
-            }
-            let mut wmd = partial.swap_remove(0);
-            for p in &partial {
-                for (a, b) in wmd.iter_mut().zip(p) {
-                    *a += b;
-                }
-            }
-            iterate::check_distances(&wmd, params.lambda)?;
-            Ok(wmd)
-        })?;
-        flops += final_flops(c.nnz(), kernels.vs) + (parts * n) as f64;
-        Ok(WmdOutput {
-            distances,
-            iterations,
-            phases,
-            flops,
-        })
+        solve_split(problem, params, par, progress, Split::Nonzeros)
     }
+}
+
+impl WmdSolver for FusedSddmmSpmmParRows {
+    fn name(&self) -> &'static str {
+        "fused-par-rows"
+    }
+
+    fn is_parallel(&self) -> bool {
+        true
+    }
+
+    fn solve(
+        &self,
+        problem: &WmdProblem,
+        params: &SinkhornParams,
+        par: Par,
+        progress: &mut dyn FnMut(&IterationReport) -> Control,
+    ) -> Result<WmdOutput, WmdError> {
+        solve_split(problem, params, par, progress, Split::Rows)
+    }
+}
+
+/// The solve of both variants, with the nonzeros split as `split` says.
+fn solve_split(
+    problem: &WmdProblem,
+    params: &SinkhornParams,
+    par: Par,
+    progress: &mut dyn FnMut(&IterationReport) -> Control,
+    split: Split,
+) -> Result<WmdOutput, WmdError> {
+    params.validate()?;
+    let pool = Pool::new(par)?;
+    let mut phases = PhaseTimes::default();
+    let mut flops = 0.0;
+    let c = problem.docs_by_word();
+    let n = problem.num_docs();
+    let words = WordSet::used(c);
+    let kernels =
+        precompute::prepare_without_kr(problem, params, &words, &pool, &mut phases, &mut flops);
+    let parts = pool.threads();
+    let ranges = split.ranges(&words.row_ptr, parts);
+    let weights: Vec<f64> = problem.query().iter().map(|&(_, r)| r).collect();
+    let mut state = DocState::new(problem, params);
+
+    let loop_start = Instant::now();
+    let iterations = {
+        let mut run = LoopRun {
+            words: &words,
+            c,
+            kernels: &kernels,
+            ranges: &ranges,
+            weights: &weights,
+            params,
+            state: &mut state,
+            flops: &mut flops,
+        };
+        run.run(&pool, progress)?
+    };
+    phases.add("loop", loop_start.elapsed().as_secs_f64());
+
+    let distances = phases.time("final", || -> Result<Vec<f64>, WmdError> {
+        let u = &state.u;
+        let kernel = |(wmd, &range): (&mut Vec<f64>, &NonzeroRange)| {
+            wmd.fill(0.0);
+            sddmm_spmm_type2(&words, c.indices(), c.values(), &kernels, range, u, wmd);
+        };
+        let mut partial: Vec<Vec<f64>> = (0..parts).map(|_| vec![0.0; n]).collect();
+        if parts > 1 {
+            pool.run(|| partial.par_iter_mut().zip(&ranges).for_each(kernel));
+        } else {
+            partial.iter_mut().zip(&ranges).for_each(kernel);
+        }
+        let mut wmd = partial.swap_remove(0);
+        for p in &partial {
+            for (a, b) in wmd.iter_mut().zip(p) {
+                *a += b;
+            }
+        }
+        iterate::check_distances(&wmd, params.lambda)?;
+        Ok(wmd)
+    })?;
+    flops += final_flops(c.nnz(), kernels.vs) + (parts * n) as f64;
+    Ok(WmdOutput {
+        distances,
+        iterations,
+        phases,
+        flops,
+    })
 }
 
 /// The threads of the loop meet here three times per iteration, microseconds to a few hundred
@@ -758,20 +828,64 @@ mod tests {
                 let fused = FusedSddmmSpmm
                     .solve(&problem, &params, Par::Seq, quiet)
                     .unwrap();
-                for threads in [1, 2, 3] {
-                    let par = FusedSddmmSpmmPar
+                let variants: [&dyn WmdSolver; 2] = [&FusedSddmmSpmmPar, &FusedSddmmSpmmParRows];
+                for (variant, threads) in
+                    variants.into_iter().flat_map(|v| [(v, 1), (v, 2), (v, 3)])
+                {
+                    let name = variant.name();
+                    let par = variant
                         .solve(&problem, &params, Par::threads(threads), quiet)
                         .unwrap();
-                    assert_eq!(par.iterations, fused.iterations, "vs {vs} {threads}t");
+                    assert_eq!(
+                        par.iterations, fused.iterations,
+                        "{name} vs {vs} {threads}t"
+                    );
                     for (a, b) in par.distances.iter().zip(&fused.distances) {
                         assert!(
                             (a - b).abs() <= 1e-12 * b.abs(),
-                            "vs {vs} {threads}t: {a} {b}"
+                            "{name} vs {vs} {threads}t: {a} {b}"
                         );
                     }
                 }
             }
         }
+    }
+
+    /// Both splits tile the nonzeros in order; the row split gives every part the same number
+    /// of whole rows, the nonzero split the same number of nonzeros (within one).
+    #[test]
+    fn splits_tile_the_nonzeros() {
+        // Rows of 5, 1, 1, 1, 1, 1 nonzeros: skewed as Zipf-drawn words are.
+        let row_ptr = [0, 5, 6, 7, 8, 9, 10];
+        for parts in [1, 2, 3, 6, 7] {
+            for split in [Split::Nonzeros, Split::Rows] {
+                let ranges = split.ranges(&row_ptr, parts);
+                assert_eq!(ranges.len(), parts);
+                let mut next = 0;
+                for r in &ranges {
+                    assert_eq!(r.first, next, "{split:?} {parts}");
+                    // A part's first nonzero lies in its row.
+                    if r.first < r.end {
+                        let row = row_ptr[r.row]..row_ptr[r.row + 1];
+                        assert!(row.contains(&r.first), "{split:?} {parts}: {r:?}");
+                    }
+                    next = r.end;
+                }
+                assert_eq!(next, 10, "{split:?} {parts}");
+            }
+        }
+        let rows: Vec<usize> = Split::Rows
+            .ranges(&row_ptr, 2)
+            .iter()
+            .map(|r| r.end - r.first)
+            .collect();
+        assert_eq!(rows, [7, 3], "three rows each: 5 + 1 + 1 against 1 + 1 + 1");
+        let nnz: Vec<usize> = Split::Nonzeros
+            .ranges(&row_ptr, 2)
+            .iter()
+            .map(|r| r.end - r.first)
+            .collect();
+        assert_eq!(nnz, [5, 5]);
     }
 
     /// A panic in the progress callback (on the calling thread, while the other threads wait at

@@ -20,10 +20,15 @@
 //! - [`Dense`]: the paper's baseline, the full dense `V x N` product `K^T @ u`, then masked by `c`.
 //! - [`SparseSddmmSpmm`]: SDDMM at the nonzeros of `c` into a stored sparse `v`, explicit
 //!   transpose, then a separate SpMM.
+//! - [`SparseSddmmSpmmPar`]: the same three steps, each split across threads (nonzeros for the
+//!   SDDMM, whole documents for the transpose and the SpMM): the unfused baseline of
+//!   [`FusedSddmmSpmmPar`] at every thread count.
 //! - [`FusedSddmmSpmm`]: the paper's fused kernels (type 1 in the loop, type 2 for the final step),
 //!   word-major layouts so every access is unit stride; sequential.
 //! - [`FusedSddmmSpmmPar`]: the same kernels with the nonzeros split evenly across threads,
 //!   per-thread accumulators for `x` and a reduction.
+//! - [`FusedSddmmSpmmParRows`]: `fused-par` with equal numbers of word rows per thread instead
+//!   of equal nonzeros, to show what the balancing buys on Zipf-skewed words.
 //! - [`DocMajorFused`]: parbench's own extension: the documents are independent, so each thread
 //!   owns whole documents (nnz-balanced) and runs every iteration of one document while its rows
 //!   of `K` sit in L1; no conflicts, no reduction, one pass over `c` in all.
@@ -60,16 +65,18 @@ pub mod real;
 pub mod reference;
 pub mod row_kernel;
 pub mod sparse;
+pub mod sparse_par;
 
 pub use buffer::ZeroedBuf;
 pub use dense::Dense;
 pub use doc_major::{DocMajor, DocMajorFused, DocMajorFusedF32};
 pub use fused::FusedSddmmSpmm;
-pub use fused_par::FusedSddmmSpmmPar;
+pub use fused_par::{FusedSddmmSpmmPar, FusedSddmmSpmmParRows};
 pub use problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
 pub use sparse::SparseSddmmSpmm;
+pub use sparse_par::SparseSddmmSpmmPar;
 
 pub use parbench_common::{Par, Precision, Work};
 
@@ -181,8 +188,10 @@ pub fn variants() -> Vec<Box<dyn WmdSolver>> {
     vec![
         Box::new(Dense),
         Box::new(SparseSddmmSpmm),
+        Box::new(SparseSddmmSpmmPar),
         Box::new(FusedSddmmSpmm),
         Box::new(FusedSddmmSpmmPar),
+        Box::new(FusedSddmmSpmmParRows),
         Box::new(DocMajorFused::default()),
         Box::new(DocMajorFusedF32::default()),
     ]

@@ -10,6 +10,7 @@
 //! The final step does the same with `(K .* M)` into a `v_s x N` product, then `u .* ...` summed.
 
 use crate::flops::{final_flops, sddmm_spmm_flops};
+use crate::fused::NonzeroRange;
 use crate::iterate::DocState;
 use crate::pool::Pool;
 use crate::precompute::{QueryKernels, WordSet};
@@ -44,42 +45,9 @@ impl SparseV {
         }
     }
 
-    /// `values[p] = c_p / (K^T[i] . u_j)` at every nonzero of an active document (0 elsewhere).
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn sddmm<K: RowKernel>(
-        &mut self,
-        kernel: K,
-        words: &WordSet,
-        c_docs: &[u32],
-        c_values: &[f64],
-        kernels: &QueryKernels,
-        u: &[f64],
-        active: &[bool],
-    ) {
-        let stride = kernels.stride;
-        for k in 0..words.words.len() {
-            let kt = kernels.kt_row(k);
-            for p in words.row_ptr[k]..words.row_ptr[k + 1] {
-                let j = c_docs[p] as usize;
-                self.values[p] = if active[j] {
-                    c_values[p] / kernel.dot(kt, &u[j * stride..(j + 1) * stride])
-                } else {
-                    0.0
-                };
-            }
-        }
-    }
-
     /// `v^T` by a counting sort on the document index (rows of `v^T` come out in word order).
     fn transpose(&mut self, words: &WordSet, c_docs: &[u32]) {
-        self.t_indptr.fill(0);
-        for &j in c_docs {
-            self.t_indptr[j as usize + 1] += 1;
-        }
-        for j in 0..self.t_indptr.len() - 1 {
-            self.t_indptr[j + 1] += self.t_indptr[j];
-        }
+        doc_pointers(c_docs, &mut self.t_indptr);
         let mut next = self.t_indptr.clone();
         for k in 0..words.words.len() {
             let row = words.row_ptr[k]..words.row_ptr[k + 1];
@@ -91,25 +59,78 @@ impl SparseV {
             }
         }
     }
+}
 
-    /// `out[:, j] += A @ v[:, j]` for the active documents, `A` word-major.
-    #[inline(always)]
-    fn spmm<K: RowKernel>(
-        &self,
-        kernel: K,
-        a: &[f64],
-        stride: usize,
-        active: &[bool],
-        out: &mut [f64],
-    ) {
-        for (j, out) in out.chunks_exact_mut(stride).enumerate() {
-            if !active[j] {
-                continue;
-            }
-            for q in self.t_indptr[j]..self.t_indptr[j + 1] {
-                let k = self.t_rows[q] as usize;
-                kernel.axpy(out, self.t_values[q], &a[k * stride..(k + 1) * stride]);
-            }
+/// `t_indptr`: where each document's nonzeros start in `v^T` (the counting sort's prefix sums
+/// over the documents of the nonzeros `c_docs`); `t_indptr` has one entry more than documents.
+pub(crate) fn doc_pointers(c_docs: &[u32], t_indptr: &mut [usize]) {
+    t_indptr.fill(0);
+    for &j in c_docs {
+        t_indptr[j as usize + 1] += 1;
+    }
+    for j in 0..t_indptr.len() - 1 {
+        t_indptr[j + 1] += t_indptr[j];
+    }
+}
+
+/// The SDDMM over a run of nonzeros: `values[p - range.first] = c_p / (K^T[i] . u_j)` at every
+/// nonzero `p` of an active document in `range` (0 at the others).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sddmm<K: RowKernel>(
+    kernel: K,
+    words: &WordSet,
+    range: NonzeroRange,
+    c_docs: &[u32],
+    c_values: &[f64],
+    kernels: &QueryKernels,
+    u: &[f64],
+    active: &[bool],
+    values: &mut [f64],
+) {
+    let stride = kernels.stride;
+    let (mut k, mut p) = (range.row, range.first);
+    while p < range.end {
+        let kt = kernels.kt_row(k);
+        let row_end = words.row_ptr[k + 1].min(range.end);
+        for (q, (&j, &c)) in (p..row_end).zip(c_docs[p..row_end].iter().zip(&c_values[p..row_end]))
+        {
+            let j = j as usize;
+            values[q - range.first] = if active[j] {
+                c / kernel.dot(kt, &u[j * stride..(j + 1) * stride])
+            } else {
+                0.0
+            };
+        }
+        p = row_end;
+        k += 1;
+    }
+}
+
+/// The SpMM over documents `docs`: `out[:, j] += A @ v[:, j]` for the active ones, `A`
+/// word-major, `v^T` given by its document pointers, rows and values (`t_values` starting at
+/// document `docs.start`'s first nonzero, `out` at its column).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn spmm<K: RowKernel>(
+    kernel: K,
+    docs: std::ops::Range<usize>,
+    t_indptr: &[usize],
+    t_rows: &[u32],
+    t_values: &[f64],
+    a: &[f64],
+    stride: usize,
+    active: &[bool],
+    out: &mut [f64],
+) {
+    let base = t_indptr[docs.start];
+    for (j, out) in docs.zip(out.chunks_exact_mut(stride)) {
+        if !active[j] {
+            continue;
+        }
+        for q in t_indptr[j]..t_indptr[j + 1] {
+            let k = t_rows[q] as usize;
+            kernel.axpy(out, t_values[q - base], &a[k * stride..(k + 1) * stride]);
         }
     }
 }
@@ -141,9 +162,38 @@ impl KernelTask for SparseProduct<'_> {
             a,
             out,
         } = self;
-        v.sddmm(kernel, words, c.indices(), c.values(), kernels, u, active);
-        v.transpose(words, c.indices());
-        v.spmm(kernel, a, kernels.stride, active, out);
+        let all = NonzeroRange {
+            row: 0,
+            first: 0,
+            end: c.nnz(),
+        };
+        let (docs, values) = (c.indices(), c.values());
+        sddmm(
+            kernel,
+            words,
+            all,
+            docs,
+            values,
+            kernels,
+            u,
+            active,
+            &mut v.values,
+        );
+        v.transpose(words, docs);
+        let (t_indptr, t_rows, t_values) = (&v.t_indptr, &v.t_rows, &v.t_values);
+        let stride = kernels.stride;
+        let n = t_indptr.len() - 1;
+        spmm(
+            kernel,
+            0..n,
+            t_indptr,
+            t_rows,
+            t_values,
+            a,
+            stride,
+            active,
+            out,
+        );
     }
 }
 
