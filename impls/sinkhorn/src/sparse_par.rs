@@ -28,7 +28,7 @@ use crate::problem::{
     Control, IterationReport, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
 use crate::row_kernel::{KernelTask, RowKernel};
-use crate::sparse::{doc_pointers, sddmm, spmm};
+use crate::sparse::{sddmm, spmm, transpose};
 use crate::{iterate, precompute, row_kernel};
 use crate::{Par, WmdSolver};
 use parbench_common::partition::nnz_balanced;
@@ -117,21 +117,14 @@ struct SplitV<'a> {
 
 impl<'a> SplitV<'a> {
     fn new(words: &'a WordSet, c: &'a Csr, parts: usize) -> SplitV<'a> {
-        let docs = c.indices();
         let n = c.ncols();
         let mut t_indptr = vec![0; n + 1];
-        doc_pointers(docs, &mut t_indptr);
-        let mut next = t_indptr.clone();
         let mut t_rows = vec![0u32; c.nnz()];
         let mut t_source = vec![0usize; c.nnz()];
-        for (k, row) in words.row_ptr.windows(2).enumerate() {
-            for (p, &j) in (row[0]..row[1]).zip(&docs[row[0]..row[1]]) {
-                let j = j as usize;
-                t_rows[next[j]] = k as u32;
-                t_source[next[j]] = p;
-                next[j] += 1;
-            }
-        }
+        transpose(words, c.indices(), &mut t_indptr, |slot, k, p| {
+            t_rows[slot] = k as u32;
+            t_source[slot] = p;
+        });
         let sddmm_parts = nnz_balanced(&words.row_ptr, parts)
             .windows(2)
             .map(|w| NonzeroRange {
