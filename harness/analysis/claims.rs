@@ -109,13 +109,17 @@ pub enum Check {
         at: Selection,
     },
     /// Median `column` at `param` = `from` over the one at `param` = `to`, per group of points
-    /// equal but for `param`.
+    /// equal but for `param`; with `over`, per group equal but for `param` and `over`, the
+    /// lower end of the 90% interval of the mean of the ratios at each value of `over`. With
+    /// `relative_to`, each median is first divided by that variant's at the same point.
     Scaling {
         variant: String,
+        relative_to: Option<String>,
         column: String,
         param: String,
         from: End,
         to: End,
+        over: Option<String>,
         bounds: Bounds,
         at: Selection,
     },
@@ -703,11 +707,34 @@ fn resolve_one(
             from,
             to,
             at_least,
+            over,
+            relative_to,
             at,
             ..
         } => {
             let variant = r.variant("variant", variant);
+            let relative_to = relative_to.as_ref().map(|other| {
+                let other = r.variant("relative_to", other);
+                r.distinct(
+                    Comparison::Ratio,
+                    ("variant", "relative_to"),
+                    &variant,
+                    &other,
+                );
+                other
+            });
             r.param("param", param);
+            if let Some(over) = over {
+                r.param("over", over);
+                if over == param {
+                    r.problem(
+                        &["over"],
+                        Some(over),
+                        format!(": `over: {over}` is the parameter the claim scales over"),
+                        Some("test across another swept parameter (seeds, say)".to_string()),
+                    );
+                }
+            }
             let column = r.column(column, false);
             let mut end = |key: &str, v: &Value| match (is_extreme(v), v.as_ordinal()) {
                 (Some(Extreme::Max), _) => Some(End::Max),
@@ -742,12 +769,17 @@ fn resolve_one(
             } else {
                 scaling_on_grid(&mut r, param, (from, to), &at);
             }
+            if let Some(over) = over.as_deref().filter(|&o| o != param) {
+                equivalence_on_grid(&mut r, over, &at);
+            }
             Check::Scaling {
                 variant,
+                relative_to,
                 column,
                 param: param.clone(),
                 from,
                 to,
+                over: over.clone(),
                 bounds,
                 at,
             }
@@ -811,8 +843,9 @@ fn slope_on_grid(r: &mut Resolver, x: &str, at: &Selection) {
     }
 }
 
-/// The grouping parameter of an `equivalent_over` claim on the grid: every group of selected
-/// points equal but for `over` must have two or more of its values (a mean's interval needs two).
+/// The parameter a claim tests across (`equivalent_over`'s `over`, a `scaling` claim's) on the
+/// grid: every group of selected points equal but for `over` must have two or more of its values
+/// (a mean's interval needs two).
 fn equivalence_on_grid(r: &mut Resolver, over: &str, at: &Selection) {
     let Some((points, grid)) = grid_selection(r.scope.grid, at) else {
         return;
@@ -831,10 +864,12 @@ fn equivalence_on_grid(r: &mut Resolver, over: &str, at: &Selection) {
             &["over"],
             None,
             format!(
-                ": `{over}` takes one value on {}{place}, and equivalence over it needs two or more",
+                ": `{over}` takes one value on {}{place}, and a test across it needs two or more",
                 grid.name()
             ),
-            Some(format!("sweep two or more values of `{over}` (five seeds, say)")),
+            Some(format!(
+                "sweep two or more values of `{over}` (five seeds, say)"
+            )),
         );
     }
 }
@@ -1100,18 +1135,20 @@ fn evaluate_one(claim: &ResolvedClaim, rows: &[ResultRow], labels: &PointLabels)
         } => slope(rows, x, column, variants, *range, at, labels),
         Check::Scaling {
             variant,
+            relative_to,
             column,
             param,
             from,
             to,
+            over,
             bounds,
             at,
         } => scaling(
             rows,
-            variant,
-            column,
+            (variant, relative_to.as_deref(), column),
             param,
             (*from, *to),
+            over.as_deref(),
             *bounds,
             at,
             labels,
@@ -1405,8 +1442,15 @@ fn compare(
 
 /// The key of a point's parameters but `param`: equal for points that differ only in it.
 fn key_but(params: &Params, param: &str) -> String {
+    key_but_all(params, &[param])
+}
+
+/// The point's key without `excluded`: equal for points that differ only in those parameters.
+fn key_but_all(params: &Params, excluded: &[&str]) -> String {
     let mut others = params.clone();
-    others.remove(param);
+    for param in excluded {
+        others.remove(*param);
+    }
     crate::experiment::plan::point_key(&others)
 }
 
@@ -1417,10 +1461,19 @@ fn groups_but<'r>(
     param: &str,
     labels: &PointLabels,
 ) -> Vec<(String, Vec<&'r ResultRow>)> {
+    groups_but_all(rows, &[param], labels)
+}
+
+/// [`groups_but`] for points that differ only in the parameters `excluded`.
+fn groups_but_all<'r>(
+    rows: &[&'r ResultRow],
+    excluded: &[&str],
+    labels: &PointLabels,
+) -> Vec<(String, Vec<&'r ResultRow>)> {
     let mut groups: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
     for &row in rows {
         groups
-            .entry(key_but(&row.params, param))
+            .entry(key_but_all(&row.params, excluded))
             .or_default()
             .push(row);
     }
@@ -1430,7 +1483,7 @@ fn groups_but<'r>(
             let others: Vec<String> = labels
                 .varying
                 .iter()
-                .filter(|k| k.as_str() != param)
+                .filter(|k| !excluded.contains(&k.as_str()))
                 .filter_map(|k| group[0].params.get(k).map(|v| format!("{k}={v}")))
                 .collect();
             let place = if others.is_empty() {
@@ -1452,6 +1505,29 @@ fn t95(df: usize) -> f64 {
         1.703, 1.701, 1.699, 1.697,
     ];
     T95.get(df.wrapping_sub(1)).copied().unwrap_or(1.645)
+}
+
+/// The mean of `values` and its 90% interval (Student's t: each end a one-sided test at the
+/// 5% level); `None` for fewer than two values.
+fn mean_interval(values: &[f64]) -> Option<(f64, f64, f64)> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let var = values.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t95(n - 1) * (var / n as f64).sqrt();
+    Some((mean, mean - half, mean + half))
+}
+
+/// An interval's end: a digit more than `fmt_num` where the ends sit near a bound a few
+/// hundredths away.
+fn fmt_end(x: f64) -> String {
+    if x.abs() < 10.0 {
+        format!("{x:.4}")
+    } else {
+        fmt_num(x)
+    }
 }
 
 /// Two one-sided tests of `a` against `b` in `col` over the values of `over`: per group of
@@ -1493,35 +1569,22 @@ fn equivalent_over(
                 }
             }
             let n = diffs.len();
-            if n < 2 {
+            let Some((mean, lo, hi)) = mean_interval(&diffs) else {
                 return missing(format!(
                     "{pair}: {n} value(s) of `{over}`{place}, and a mean's interval needs two or more"
                 ));
-            }
-            let mean = diffs.iter().sum::<f64>() / n as f64;
-            let var = diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            let half = t95(n - 1) * (var / n as f64).sqrt();
-            let (lo, hi) = (mean - half, mean + half);
+            };
             let passed = lo > -margin
                 && (test == EquivalenceTest::NonInferiority || hi < margin)
                 && !mean.is_nan();
-            // A digit more than `fmt_num` where the ends sit near a margin of a few hundredths.
-            let end = |x: f64| {
-                if x.abs() < 10.0 {
-                    format!("{x:.4}")
-                } else {
-                    fmt_num(x)
-                }
-            };
             (
                 passed,
                 bounds.margin(lo).min(bounds.margin(hi)),
-
                 format!(
                     "{pair} in `{col}`: mean {} over {n} values of `{over}`{place}, 90% interval [{}, {}]",
                     fmt_num(mean),
-                    end(lo),
-                    end(hi)
+                    fmt_end(lo),
+                    fmt_end(hi)
                 ),
             )
         })
@@ -1677,79 +1740,142 @@ pub fn least_squares_slope(points: &[(f64, f64)]) -> f64 {
 #[allow(clippy::too_many_arguments)]
 fn scaling(
     rows: &[ResultRow],
-    variant: &str,
-    col: &str,
+    (variant, relative_to, col): (&str, Option<&str>, &str),
     param: &str,
     (from, to): (End, End),
+    over: Option<&str>,
     bounds: Bounds,
     at: &Selection,
     labels: &PointLabels,
 ) -> (bool, String) {
+    let who = match relative_to {
+        Some(other) => format!("{variant} / {other}"),
+        None => variant.to_string(),
+    };
     let selected = match at.rows(rows) {
         Ok(s) => s,
-        Err(why) => return (false, format!("{variant}: {why} ({})", bounds.required())),
+        Err(why) => return (false, format!("{who}: {why} ({})", bounds.required())),
     };
-    // Groups of points that differ only in `param`, over the rows of every variant, so a group
-    // where `variant` did not run is seen.
+    // Groups of points that differ only in `param` (and `over`), over the rows of every
+    // variant, so a group where `variant` did not run is seen.
+    let excluded: Vec<&str> = std::iter::once(param).chain(over).collect();
     let mut findings = Vec::new();
-    for (place, group) in groups_but(&selected, param, labels) {
-        let values = distinct_numbers(group.iter().filter_map(|r| column(r, param)));
-        let (Some(x_from), Some(x_to)) = (from.resolve(&values), to.resolve(&values)) else {
-            let shown: Vec<String> = values.iter().map(|v| fmt_value(*v)).collect();
-            findings.push(missing(format!(
-                "{variant}: no points at both {param}={from} and {param}={to}{place} ({param} takes {})",
-                if shown.is_empty() { "no numeric value".to_string() } else { shown.join(", ") }
-            )));
+    for (place, group) in groups_but_all(&selected, &excluded, labels) {
+        let Some(over) = over else {
+            findings.push(
+                match scaling_ratio(&group, (variant, relative_to, col), param, (from, to)) {
+                    Ok((r, text)) => (
+                        bounds.holds(r),
+                        bounds.margin(r),
+                        format!("{who}: {text}{place}"),
+                    ),
+                    Err(why) => missing(format!("{who}: {why}{place}")),
+                },
+            );
             continue;
         };
-        if x_from == x_to {
-            findings.push(missing(format!(
-                "{variant}: {param}={from} and {param}={to} are the same point ({param}={}){place}, nothing to compare",
-                fmt_value(x_from)
-            )));
+        // One ratio per value of `over` (in value order), then their mean's interval.
+        let mut by_value: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
+        for &row in &group {
+            let value = row
+                .params
+                .get(over)
+                .map_or_else(|| "?".to_string(), ToString::to_string);
+            by_value.entry(value).or_default().push(row);
+        }
+        let mut ratios = Vec::new();
+        let mut text = String::new();
+        for (value, rows_at) in &by_value {
+            match scaling_ratio(rows_at, (variant, relative_to, col), param, (from, to)) {
+                Ok((r, t)) => {
+                    ratios.push(r);
+                    text = t;
+                }
+                Err(why) => {
+                    ratios.clear();
+                    findings.push(missing(format!("{who}: {why} at {over}={value}{place}")));
+                    break;
+                }
+            }
+        }
+        if ratios.is_empty() {
             continue;
         }
-        let at_value = |x: f64| -> Vec<&ResultRow> {
-            group
-                .iter()
-                .copied()
-                .filter(|r| column(r, param).is_some_and(|v| v == x))
-                .collect()
+        let n = ratios.len();
+        let Some((mean, lo, hi)) = mean_interval(&ratios) else {
+            findings.push(missing(format!(
+                "{who}: {n} value(s) of `{over}`{place}, and a mean's interval needs two or more"
+            )));
+            continue;
         };
-        let (rows_from, rows_to) = (at_value(x_from), at_value(x_to));
-        let (t_from, t_to) = match (
-            median_of(&rows_from, variant, col),
-            median_of(&rows_to, variant, col),
-        ) {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(why), _) => {
-                findings.push(missing(format!(
-                    "{variant}: {why} at {param}={}{place}",
-                    fmt_value(x_from)
-                )));
-                continue;
-            }
-            (_, Err(why)) => {
-                findings.push(missing(format!(
-                    "{variant}: {why} at {param}={}{place}",
-                    fmt_value(x_to)
-                )));
-                continue;
-            }
-        };
-        let r = t_from / t_to;
+        // `text` names the ratio (its last value aside): "col(p=a) / col(p=b) = 1.2x".
+        let what = text.rsplit_once(" = ").map_or(text.as_str(), |(w, _)| w);
         findings.push((
-            bounds.holds(r),
-            bounds.margin(r),
+            bounds.holds(lo),
+            bounds.margin(lo),
             format!(
-                "{variant}: {col}({param}={}) / {col}({param}={}) = {}x{place}",
-                fmt_value(x_from),
-                fmt_value(x_to),
-                fmt_num(r)
+                "{who}: {what}: mean {}x over {n} values of `{over}`{place}, 90% interval [{}, {}], lower end held",
+                fmt_num(mean),
+                fmt_end(lo),
+                fmt_end(hi)
             ),
         ));
     }
     summarize(findings, &bounds)
+}
+
+/// One `scaling` ratio in a group of points that differ only in `param`: the median of `col`
+/// at `param` = `from` over the one at `to` (each divided by `relative_to`'s at its point),
+/// with its text, or what is missing.
+fn scaling_ratio(
+    group: &[&ResultRow],
+    (variant, relative_to, col): (&str, Option<&str>, &str),
+    param: &str,
+    (from, to): (End, End),
+) -> Result<(f64, String), String> {
+    let values = distinct_numbers(group.iter().filter_map(|r| column(r, param)));
+    let (Some(x_from), Some(x_to)) = (from.resolve(&values), to.resolve(&values)) else {
+        let shown: Vec<String> = values.iter().map(|v| fmt_value(*v)).collect();
+        return Err(format!(
+            "no points at both {param}={from} and {param}={to} ({param} takes {})",
+            if shown.is_empty() {
+                "no numeric value".to_string()
+            } else {
+                shown.join(", ")
+            }
+        ));
+    };
+    if x_from == x_to {
+        return Err(format!(
+            "{param}={from} and {param}={to} are the same point ({param}={}), nothing to compare",
+            fmt_value(x_from)
+        ));
+    }
+    let median_at = |x: f64| -> Result<f64, String> {
+        let rows_at: Vec<&ResultRow> = group
+            .iter()
+            .copied()
+            .filter(|r| column(r, param).is_some_and(|v| v == x))
+            .collect();
+        let at_x = |name: &str| {
+            median_of(&rows_at, name, col)
+                .map_err(|why| format!("{why} at {param}={}", fmt_value(x)))
+        };
+        match relative_to {
+            Some(other) => Ok(at_x(variant)? / at_x(other)?),
+            None => at_x(variant),
+        }
+    };
+    let r = median_at(x_from)? / median_at(x_to)?;
+    Ok((
+        r,
+        format!(
+            "{col}({param}={}) / {col}({param}={}) = {}x",
+            fmt_value(x_from),
+            fmt_value(x_to),
+            fmt_num(r)
+        ),
+    ))
 }
 
 fn share(

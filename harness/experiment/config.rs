@@ -321,7 +321,12 @@ pub enum ClaimConfig {
     },
     /// Parallel scaling of one variant: median(column at `param` = `from`) / median(column at
     /// `param` = `to`) is at least `at_least`, at every point selected by `at` (the other
-    /// parameters equal). `from`/`to` may be values or "min"/"max".
+    /// parameters equal). `from`/`to` may be values or "min"/"max". With `over` (a swept
+    /// parameter: seeds), a test across its values instead of one draw: the ratio is taken at
+    /// each value of `over`, and the lower end of the 90% interval of their mean (Student's t,
+    /// one-sided at the 5% level) must be at least `at_least`. With `relative_to` (another
+    /// variant), the variant's column is first divided by that variant's at the same point:
+    /// how a speedup over it changes with `param` ("fusion's lead grows with the threads").
     Scaling {
         name: String,
         variant: String,
@@ -332,6 +337,10 @@ pub enum ClaimConfig {
         from: Value,
         to: Value,
         at_least: f64,
+        #[serde(default)]
+        over: Option<String>,
+        #[serde(default)]
+        relative_to: Option<String>,
         #[serde(default)]
         at: BTreeMap<String, Value>,
     },

@@ -326,6 +326,8 @@ fn scaling_over_threads() {
         from: Value::Str("min".to_string()),
         to: Value::Int(2),
         at_least,
+        over: None,
+        relative_to: None,
         at: BTreeMap::new(),
     };
     assert_outcome(
@@ -358,6 +360,8 @@ fn scaling_over_a_switch_compares_its_off_and_on_points() {
         from: Value::Bool(from),
         to: Value::Bool(!from),
         at_least,
+        over: None,
+        relative_to: None,
         at: BTreeMap::new(),
     };
     assert_outcome(
@@ -371,6 +375,91 @@ fn scaling_over_a_switch_compares_its_off_and_on_points() {
         &["4.500x", "required >= 5"],
     );
     assert_outcome(&one(claim(false, 0.2), &rows), true, &["= 0.222x"]);
+}
+
+#[test]
+fn scaling_relative_to_another_variant_is_how_the_speedup_over_it_changes() {
+    // `slow` takes 10 s on one thread and 8 s on two, `fast` 8 and 4: fast's speedup over slow
+    // grows from 1.25x to 2x, so slow / fast at two threads over one thread is 2 / 1.25 = 1.6.
+    let mut rows = Vec::new();
+    for (point, threads, slow, fast) in [(0, 1, 10.0, 8.0), (1, 2, 8.0, 4.0)] {
+        rows.extend(reps(
+            point,
+            &[("size", 5), ("threads", threads)],
+            "slow",
+            slow,
+        ));
+        rows.extend(reps(
+            point,
+            &[("size", 5), ("threads", threads)],
+            "fast",
+            fast,
+        ));
+    }
+    let claim = |relative_to: &str, at_least: f64| ClaimConfig::Scaling {
+        name: "fast's lead grows".to_string(),
+        variant: "slow".to_string(),
+        column: "wall_time_s".to_string(),
+        param: "threads".to_string(),
+        from: Value::Str("max".to_string()),
+        to: Value::Str("min".to_string()),
+        at_least,
+        over: None,
+        relative_to: Some(relative_to.to_string()),
+        at: BTreeMap::new(),
+    };
+    assert_outcome(
+        &one(claim("fast", 1.6), &rows),
+        true,
+        &["slow / fast: wall_time_s(threads=2) / wall_time_s(threads=1) = 1.600x"],
+    );
+    assert_outcome(&one(claim("fast", 1.7), &rows), false, &["1.600x"]);
+    // Relative to a variant with no rows: a failure naming it, not a ratio of one side.
+    assert_outcome(&one(claim("batched", 1.0), &rows), false, &["batched"]);
+}
+
+#[test]
+fn scaling_across_seeds_holds_the_lower_end_of_the_mean_ratio_interval() {
+    // At seeds 0, 1, 2 the ratios (size 1 over size 2) are 1.1, 1.2 and 1.3: mean 1.2, standard
+    // deviation 0.1, so the 90% interval is 1.2 +- 2.920 * 0.1 / sqrt(3) = +-0.16859 (t at 2
+    // degrees of freedom): [1.0314, 1.3686].
+    let mut rows = Vec::new();
+    for (seed, ratio) in [(0, 1.1), (1, 1.2), (2, 1.3)] {
+        for (size, t) in [(1, 2.0 * ratio), (2, 2.0)] {
+            let point = 2 * seed as usize + size as usize;
+            rows.extend(reps(point, &[("size", size), ("seed", seed)], "par", t));
+        }
+    }
+    let claim = |at_least: f64| ClaimConfig::Scaling {
+        name: "small over large".to_string(),
+        variant: "par".to_string(),
+        column: "wall_time_s".to_string(),
+        param: "size".to_string(),
+        from: Value::Int(1),
+        to: Value::Int(2),
+        at_least,
+        over: Some("seed".to_string()),
+        relative_to: None,
+        at: BTreeMap::new(),
+    };
+    assert_outcome(
+        &one(claim(1.03), &rows),
+        true,
+        &[
+            "wall_time_s(size=1) / wall_time_s(size=2): mean 1.200x over 3 values of `seed`",
+            "90% interval [1.0314, 1.3686], lower end held",
+        ],
+    );
+    // Every seed's ratio is above 1.05, and the test still refuses: three draws this spread do
+    // not show a mean above it.
+    assert_outcome(&one(claim(1.05), &rows), false, &["[1.0314, 1.3686]"]);
+    // A seed missing one end fails, naming it, instead of testing on the seeds left.
+    let partial: Vec<ResultRow> = rows
+        .iter()
+        .filter(|r| !(r.params["seed"] == Value::Int(2) && r.params["size"] == Value::Int(2)))
+        .cloned()
+        .collect();
+    assert_outcome(&one(claim(1.0), &partial), false, &["seed=2"]);
 }
 
 /// `fast` and `slow` at five seeds, `slow`'s metric `base` and `fast`'s `base + diffs[seed]`.
@@ -766,6 +855,45 @@ fn equivalence_over_one_value_a_variant_against_itself_and_no_margin_are_plan_er
 }
 
 #[test]
+fn scaling_across_a_parameter_of_one_value_or_across_itself_is_a_plan_error() {
+    let claim = |over: &str| {
+        format!("  - name: s\n    kind: scaling\n    variant: fast\n    param: threads\n    from: min\n    to: max\n    over: {over}\n    at_least: 1\n")
+    };
+    assert!(build(&mock_yaml(GRID, &claim("size"), ""), false).is_ok());
+    plan_error(
+        &mock_yaml("{threads: [1, 2], size: [1000]}", &claim("size"), ""),
+        false,
+        &[
+            "`size` takes one value",
+            "a test across it needs two or more",
+        ],
+    );
+    plan_error(
+        &mock_yaml(GRID, &claim("threads"), ""),
+        false,
+        &["`over: threads` is the parameter the claim scales over"],
+    );
+    plan_error(
+        &mock_yaml(GRID, &claim("seeds"), ""),
+        false,
+        &["unknown parameter `seeds`"],
+    );
+}
+
+#[test]
+fn scaling_relative_to_itself_is_a_plan_error() {
+    let claim = |other: &str| {
+        format!("  - name: s\n    kind: scaling\n    variant: fast\n    relative_to: {other}\n    from: max\n    to: min\n    at_least: 1\n")
+    };
+    assert!(build(&mock_yaml(GRID, &claim("slow"), ""), false).is_ok());
+    plan_error(
+        &mock_yaml(GRID, &claim("fast"), ""),
+        false,
+        &["variant and relative_to are both `fast`"],
+    );
+}
+
+#[test]
 fn quick_claims_are_checked_against_the_quick_grid_on_a_full_build() {
     let text = mock_yaml(
         GRID,
@@ -791,6 +919,8 @@ fn scaling_from_equal_to_fails_at_evaluation_too() {
         from: Value::Str("min".to_string()),
         to: Value::Str("max".to_string()),
         at_least: 1.0,
+        over: None,
+        relative_to: None,
         at: BTreeMap::new(),
     };
     assert_outcome(
@@ -912,6 +1042,8 @@ fn a_missing_point_fails_slope_scaling_share_and_equivalence() {
         from: Value::Str("min".to_string()),
         to: Value::Str("max".to_string()),
         at_least: 1.5,
+        over: None,
+        relative_to: None,
         at: BTreeMap::new(),
     };
     assert_outcome(
