@@ -139,10 +139,11 @@ pub enum Comparison {
     Difference,
 }
 
-/// One end of a `scaling` claim: a value of the parameter, or its extreme in each group.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// One end of a `scaling` claim: a value of the parameter (a number, a switch or a name:
+/// `delta: sparse`), or its numeric extreme in each group.
+#[derive(Clone, Debug, PartialEq)]
 pub enum End {
-    Value(f64),
+    Value(Value),
     Min,
     Max,
 }
@@ -736,27 +737,17 @@ fn resolve_one(
                 }
             }
             let column = r.column(column, false);
-            let mut end = |key: &str, v: &Value| match (is_extreme(v), v.as_ordinal()) {
-                (Some(Extreme::Max), _) => Some(End::Max),
-                (Some(Extreme::Min), _) => Some(End::Min),
-                (None, Some(x)) => Some(End::Value(x)),
-                (None, None) => {
-                    r.problem(
-                        &[key],
-                        None,
-                        format!(": `{key}: {v}` is neither a number, a boolean nor `max`/`min`"),
-                        Some(format!("give a value of `{param}`, or `max` / `min`")),
-                    );
-                    None
-                }
+            let end = |v: &Value| match is_extreme(v) {
+                Some(Extreme::Max) => End::Max,
+                Some(Extreme::Min) => End::Min,
+                None => End::Value(v.clone()),
             };
-            let (from, to) = (end("from", from), end("to", to));
+            let (from, to) = (end(from), end(to));
             let bounds = r.bounds(Some(*at_least), None);
             let at = r.selection(at);
-            let (from, to) = (from.unwrap_or(End::Min), to.unwrap_or(End::Max));
             if from == to {
-                let what = match from {
-                    End::Value(v) => format!("are both {param}={v}"),
+                let what = match &from {
+                    End::Value(v) => format!("are both {param}={}", fmt_param(v)),
                     End::Min => "are both `min`".to_string(),
                     End::Max => "are both `max`".to_string(),
                 };
@@ -767,7 +758,7 @@ fn resolve_one(
                     Some(format!("give two different values of `{param}`, or `min` and `max`")),
                 );
             } else {
-                scaling_on_grid(&mut r, param, (from, to), &at);
+                scaling_on_grid(&mut r, param, (&from, &to), &at);
             }
             if let Some(over) = over.as_deref().filter(|&o| o != param) {
                 equivalence_on_grid(&mut r, over, &at);
@@ -876,19 +867,19 @@ fn equivalence_on_grid(r: &mut Resolver, over: &str, at: &Selection) {
 
 /// `from` and `to` of a scaling claim on the grid: in every group of selected points equal but
 /// for `param`, both must exist and differ.
-fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &Selection) {
+fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (&End, &End), at: &Selection) {
     let Some((points, grid)) = grid_selection(r.scope.grid, at) else {
         return;
     };
-    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for p in &points {
-        let x = p.get(param).and_then(Value::as_ordinal);
+        let x = p.get(param).cloned();
         groups.entry(key_but(p, param)).or_default().extend(x);
     }
     let mut absent: BTreeSet<&str> = BTreeSet::new();
     for (key, values) in &groups {
-        let values = distinct_numbers(values.iter().copied());
-        let shown: Vec<String> = values.iter().map(|v| fmt_value(*v)).collect();
+        let values = distinct_values(values.iter());
+        let shown: Vec<String> = values.iter().map(|v| fmt_param(v)).collect();
         let place = if key.is_empty() {
             String::new()
         } else {
@@ -899,22 +890,22 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &S
                 &["param"],
                 None,
                 format!(
-                    ": `{param}` has no numeric or boolean value at the points selected on {}{place}",
+                    ": `{param}` has no value at the points selected on {}{place}",
                     grid.name()
                 ),
-                Some("scale over a numeric or boolean parameter, set in `params`/`sweep`".to_string()),
+                Some("scale over a parameter set in `params`/`sweep`".to_string()),
             );
             return;
         }
         let (x_from, x_to) = (from.resolve(&values), to.resolve(&values));
         if let (Some(a), Some(b)) = (x_from, x_to) {
-            if a == b {
+            if a.same_as(b) {
                 r.problem(
                     &["to"],
                     None,
                     format!(
                         ": `from` and `to` both resolve to {param}={} on {}{place}, where `{param}` takes only {}, so the claim compares a point with itself (a ratio of 1 whatever was measured)",
-                        fmt_value(a),
+                        fmt_param(a),
                         grid.name(),
                         shown.join(", ")
                     ),
@@ -926,23 +917,51 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (End, End), at: &S
             }
         }
         for (key, end, x) in [("from", from, x_from), ("to", to, x_to)] {
-            if let (End::Value(v), None) = (end, x) {
-                if grid.exact && absent.insert(key) {
-                    r.problem(
-                        &[key],
-                        None,
-                        format!(
-                            ": `{key}: {}` matches no point of {}{place}, where `{param}` takes {}",
-                            fmt_value(v),
-                            grid.name(),
-                            shown.join(", ")
-                        ),
-                        Some(format!("use a value `{param}` takes, or `max` / `min`")),
-                    );
-                }
+            if x.is_some() || !grid.exact || !absent.insert(key) {
+                continue;
             }
+            let what = match end {
+                End::Value(v) => format!("`{key}: {}` matches no point", fmt_param(v)),
+                _ => format!("`{key}: {end}` has no numeric value to pick"),
+            };
+            r.problem(
+                &[key],
+                None,
+                format!(
+                    ": {what} of {}{place}, where `{param}` takes {}",
+                    grid.name(),
+                    shown.join(", ")
+                ),
+                Some(format!(
+                    "use a value `{param}` takes, or `max` / `min` of a numeric one"
+                )),
+            );
         }
     }
+}
+
+/// The distinct values of a parameter (by [`Value::same_as`]), numbers and switches in
+/// ascending order first, then names in theirs.
+fn distinct_values<'v>(values: impl Iterator<Item = &'v Value>) -> Vec<&'v Value> {
+    let mut v: Vec<&Value> = Vec::new();
+    for x in values {
+        if !x.as_ordinal().is_some_and(f64::is_nan) && !v.iter().any(|y| y.same_as(x)) {
+            v.push(x);
+        }
+    }
+    v.sort_by(|a, b| match (a.as_ordinal(), b.as_ordinal()) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.to_string().cmp(&b.to_string()),
+    });
+    v
+}
+
+/// A parameter value as a claim's text shows it: numbers and switches as numbers (`full=1`),
+/// names as written.
+fn fmt_param(v: &Value) -> String {
+    v.as_ordinal().map_or_else(|| v.to_string(), fmt_value)
 }
 
 /// Sorted distinct values (parameter values are stored exactly, so exact equality, as
@@ -964,13 +983,14 @@ fn fmt_value(x: f64) -> String {
 }
 
 impl End {
-    /// The value this end picks among `values` (sorted, distinct); `None` for a fixed value
-    /// not among them.
-    fn resolve(self, values: &[f64]) -> Option<f64> {
+    /// The value this end picks among `values` (as [`distinct_values`] orders them); `None` for
+    /// a fixed value not among them, or an extreme where no value is a number.
+    fn resolve<'v>(&self, values: &[&'v Value]) -> Option<&'v Value> {
+        let mut numeric = values.iter().copied().filter(|v| v.as_ordinal().is_some());
         match self {
-            End::Min => values.first().copied(),
-            End::Max => values.last().copied(),
-            End::Value(v) => values.iter().copied().find(|&x| x == v),
+            End::Min => numeric.next(),
+            End::Max => numeric.next_back(),
+            End::Value(v) => values.iter().copied().find(|x| x.same_as(v)),
         }
     }
 }
@@ -980,7 +1000,7 @@ impl std::fmt::Display for End {
         match self {
             End::Min => write!(f, "min"),
             End::Max => write!(f, "max"),
-            End::Value(v) => write!(f, "{}", fmt_value(*v)),
+            End::Value(v) => write!(f, "{}", fmt_param(v)),
         }
     }
 }
@@ -1147,7 +1167,7 @@ fn evaluate_one(claim: &ResolvedClaim, rows: &[ResultRow], labels: &PointLabels)
             rows,
             (variant, relative_to.as_deref(), column),
             param,
-            (*from, *to),
+            (from, to),
             over.as_deref(),
             *bounds,
             at,
@@ -1742,7 +1762,7 @@ fn scaling(
     rows: &[ResultRow],
     (variant, relative_to, col): (&str, Option<&str>, &str),
     param: &str,
-    (from, to): (End, End),
+    (from, to): (&End, &End),
     over: Option<&str>,
     bounds: Bounds,
     at: &Selection,
@@ -1831,35 +1851,35 @@ fn scaling_ratio(
     group: &[&ResultRow],
     (variant, relative_to, col): (&str, Option<&str>, &str),
     param: &str,
-    (from, to): (End, End),
+    (from, to): (&End, &End),
 ) -> Result<(f64, String), String> {
-    let values = distinct_numbers(group.iter().filter_map(|r| column(r, param)));
+    let values = distinct_values(group.iter().filter_map(|r| r.params.get(param)));
     let (Some(x_from), Some(x_to)) = (from.resolve(&values), to.resolve(&values)) else {
-        let shown: Vec<String> = values.iter().map(|v| fmt_value(*v)).collect();
+        let shown: Vec<String> = values.iter().map(|v| fmt_param(v)).collect();
         return Err(format!(
             "no points at both {param}={from} and {param}={to} ({param} takes {})",
             if shown.is_empty() {
-                "no numeric value".to_string()
+                "no value".to_string()
             } else {
                 shown.join(", ")
             }
         ));
     };
-    if x_from == x_to {
+    if x_from.same_as(x_to) {
         return Err(format!(
             "{param}={from} and {param}={to} are the same point ({param}={}), nothing to compare",
-            fmt_value(x_from)
+            fmt_param(x_from)
         ));
     }
-    let median_at = |x: f64| -> Result<f64, String> {
+    let median_at = |x: &Value| -> Result<f64, String> {
         let rows_at: Vec<&ResultRow> = group
             .iter()
             .copied()
-            .filter(|r| column(r, param).is_some_and(|v| v == x))
+            .filter(|r| r.params.get(param).is_some_and(|v| v.same_as(x)))
             .collect();
         let at_x = |name: &str| {
             median_of(&rows_at, name, col)
-                .map_err(|why| format!("{why} at {param}={}", fmt_value(x)))
+                .map_err(|why| format!("{why} at {param}={}", fmt_param(x)))
         };
         match relative_to {
             Some(other) => Ok(at_x(variant)? / at_x(other)?),
@@ -1871,8 +1891,8 @@ fn scaling_ratio(
         r,
         format!(
             "{col}({param}={}) / {col}({param}={}) = {}x",
-            fmt_value(x_from),
-            fmt_value(x_to),
+            fmt_param(x_from),
+            fmt_param(x_to),
             fmt_num(r)
         ),
     ))

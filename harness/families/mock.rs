@@ -10,7 +10,7 @@
 //! reports a scripted trace of [`MockFamily::TRACE_STEPS`] steps: step k at `k/4` of the wall
 //! time, with `metric_residual = size / 2^k`. Cost: O(min(size, 16)) per run plus `delay_ms`.
 
-use crate::families::params::{positive, PointIssue};
+use crate::families::params::{positive, Choice, PointIssue};
 use crate::family::{Measurement, PreparedInput, TraceStep, TypedFamily};
 use anyhow::{anyhow, bail};
 use std::collections::BTreeMap;
@@ -18,6 +18,14 @@ use std::path::Path;
 
 /// The scripted family (`family: mock` in an experiment file).
 pub struct MockFamily;
+
+crate::named_enum! {
+    /// A named option that changes nothing (tests claims and filters over names).
+    pub enum MockLayout as "layout" {
+        Dense = "dense",
+        Sparse = "sparse",
+    }
+}
 
 crate::point_params! {
     /// A mock point.
@@ -29,6 +37,8 @@ crate::point_params! {
         /// milliseconds every run sleeps (the reported time ignores it): a sweep slow enough
         /// to interrupt
         delay_ms: u64 = 0,
+        /// accepted and recorded, otherwise unused (tests named parameters)
+        layout: Choice<MockLayout> = Choice(MockLayout::Dense),
     }
 }
 

@@ -462,6 +462,56 @@ fn scaling_across_seeds_holds_the_lower_end_of_the_mean_ratio_interval() {
     assert_outcome(&one(claim(1.0), &partial), false, &["seed=2"]);
 }
 
+#[test]
+fn scaling_between_two_names_of_a_parameter() {
+    // `delta: dense` against `delta: sparse` at two sizes: 6 / 2 = 3x at size 1, 4 / 4 = 1x at 2.
+    let mut rows = Vec::new();
+    for (point, size, delta, t) in [
+        (0, 1, "dense", 6.0),
+        (1, 1, "sparse", 2.0),
+        (2, 2, "dense", 4.0),
+        (3, 2, "sparse", 4.0),
+    ] {
+        for mut r in reps(point, &[("size", size)], "par", t) {
+            r.params
+                .insert("delta".to_string(), Value::Str(delta.to_string()));
+            rows.push(r);
+        }
+    }
+    let claim = |at_least: f64, at: &[(&str, i64)]| ClaimConfig::Scaling {
+        name: "sparse pays".to_string(),
+        variant: "par".to_string(),
+        column: "wall_time_s".to_string(),
+        param: "delta".to_string(),
+        from: Value::Str("dense".to_string()),
+        to: Value::Str("sparse".to_string()),
+        at_least,
+        over: None,
+        relative_to: None,
+        at: at
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::Int(*v)))
+            .collect(),
+    };
+    assert_outcome(
+        &one(claim(2.9, &[("size", 1)]), &rows),
+        true,
+        &["wall_time_s(delta=dense) / wall_time_s(delta=sparse) = 3.000x"],
+    );
+    // Over both sizes the tightest fails.
+    assert_outcome(
+        &one(claim(2.9, &[]), &rows),
+        false,
+        &["1.000x at size=2", "1 of 2 points fail"],
+    );
+    // `max` / `min` have nothing to pick among names: a failure saying so, not a guess.
+    let mut extreme = claim(1.0, &[]);
+    if let ClaimConfig::Scaling { from, .. } = &mut extreme {
+        *from = Value::Str("max".to_string());
+    }
+    assert_outcome(&one(extreme, &rows), false, &["delta takes dense, sparse"]);
+}
+
 /// `fast` and `slow` at five seeds, `slow`'s metric `base` and `fast`'s `base + diffs[seed]`.
 fn seeded(diffs: &[f64]) -> Vec<ResultRow> {
     let mut rows = Vec::new();
@@ -890,6 +940,28 @@ fn scaling_relative_to_itself_is_a_plan_error() {
         &mock_yaml(GRID, &claim("fast"), ""),
         false,
         &["variant and relative_to are both `fast`"],
+    );
+}
+
+#[test]
+fn scaling_between_names_must_name_values_the_grid_has() {
+    let claim = |to: &str| {
+        format!("  - name: s\n    kind: scaling\n    variant: fast\n    param: layout\n    from: dense\n    to: {to}\n    at_least: 1\n")
+    };
+    let grid = "{threads: [1, 2], layout: [dense, sparse]}";
+    assert!(build(&mock_yaml(grid, &claim("sparse"), ""), false).is_ok());
+    plan_error(
+        &mock_yaml(grid, &claim("sparce"), ""),
+        false,
+        &[
+            "`to: sparce` matches no point",
+            "`layout` takes dense, sparse",
+        ],
+    );
+    plan_error(
+        &mock_yaml(grid, &claim("max"), ""),
+        false,
+        &["`to: max` has no numeric value to pick"],
     );
 }
 
