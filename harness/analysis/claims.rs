@@ -1784,10 +1784,10 @@ fn scaling(
         let Some(over) = over else {
             findings.push(
                 match scaling_ratio(&group, (variant, relative_to, col), param, (from, to)) {
-                    Ok((r, text)) => (
+                    Ok((r, what)) => (
                         bounds.holds(r),
                         bounds.margin(r),
-                        format!("{who}: {text}{place}"),
+                        format!("{who}: {what} = {}x{place}", fmt_num(r)),
                     ),
                     Err(why) => missing(format!("{who}: {why}{place}")),
                 },
@@ -1804,12 +1804,12 @@ fn scaling(
             by_value.entry(value).or_default().push(row);
         }
         let mut ratios = Vec::new();
-        let mut text = String::new();
+        let mut what = String::new();
         for (value, rows_at) in &by_value {
             match scaling_ratio(rows_at, (variant, relative_to, col), param, (from, to)) {
                 Ok((r, t)) => {
                     ratios.push(r);
-                    text = t;
+                    what = t;
                 }
                 Err(why) => {
                     ratios.clear();
@@ -1828,8 +1828,6 @@ fn scaling(
             )));
             continue;
         };
-        // `text` names the ratio (its last value aside): "col(p=a) / col(p=b) = 1.2x".
-        let what = text.rsplit_once(" = ").map_or(text.as_str(), |(w, _)| w);
         findings.push((
             bounds.holds(lo),
             bounds.margin(lo),
@@ -1846,7 +1844,7 @@ fn scaling(
 
 /// One `scaling` ratio in a group of points that differ only in `param`: the median of `col`
 /// at `param` = `from` over the one at `to` (each divided by `relative_to`'s at its point),
-/// with its text, or what is missing.
+/// with what it is ("col(p=a) / col(p=b)"), or what is missing.
 fn scaling_ratio(
     group: &[&ResultRow],
     (variant, relative_to, col): (&str, Option<&str>, &str),
@@ -1890,10 +1888,9 @@ fn scaling_ratio(
     Ok((
         r,
         format!(
-            "{col}({param}={}) / {col}({param}={}) = {}x",
+            "{col}({param}={}) / {col}({param}={})",
             fmt_param(x_from),
-            fmt_param(x_to),
-            fmt_num(r)
+            fmt_param(x_to)
         ),
     ))
 }
