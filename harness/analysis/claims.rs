@@ -626,7 +626,7 @@ fn resolve_one(
                 );
             }
             let at = r.selection(at);
-            equivalence_on_grid(&mut r, over, &at);
+            across_on_grid(&mut r, over, &at);
             Check::EquivalentOver {
                 column: r.column(column, false),
                 variant: left,
@@ -761,7 +761,7 @@ fn resolve_one(
                 scaling_on_grid(&mut r, param, (&from, &to), &at);
             }
             if let Some(over) = over.as_deref().filter(|&o| o != param) {
-                equivalence_on_grid(&mut r, over, &at);
+                across_on_grid(&mut r, over, &at);
             }
             Check::Scaling {
                 variant,
@@ -837,13 +837,13 @@ fn slope_on_grid(r: &mut Resolver, x: &str, at: &Selection) {
 /// The parameter a claim tests across (`equivalent_over`'s `over`, a `scaling` claim's) on the
 /// grid: every group of selected points equal but for `over` must have two or more of its values
 /// (a mean's interval needs two).
-fn equivalence_on_grid(r: &mut Resolver, over: &str, at: &Selection) {
+fn across_on_grid(r: &mut Resolver, over: &str, at: &Selection) {
     let Some((points, grid)) = grid_selection(r.scope.grid, at) else {
         return;
     };
     let mut groups: BTreeMap<String, usize> = BTreeMap::new();
     for p in &points {
-        *groups.entry(key_but(p, over)).or_default() += 1;
+        *groups.entry(key_but(p, &[over])).or_default() += 1;
     }
     if let Some((key, _)) = groups.iter().find(|(_, &n)| n < 2) {
         let place = if key.is_empty() {
@@ -874,7 +874,7 @@ fn scaling_on_grid(r: &mut Resolver, param: &str, (from, to): (&End, &End), at: 
     let mut groups: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for p in &points {
         let x = p.get(param).cloned();
-        groups.entry(key_but(p, param)).or_default().extend(x);
+        groups.entry(key_but(p, &[param])).or_default().extend(x);
     }
     let mut absent: BTreeSet<&str> = BTreeSet::new();
     for (key, values) in &groups {
@@ -1460,13 +1460,8 @@ fn compare(
     summarize(findings, &bounds)
 }
 
-/// The key of a point's parameters but `param`: equal for points that differ only in it.
-fn key_but(params: &Params, param: &str) -> String {
-    key_but_all(params, &[param])
-}
-
 /// The point's key without `excluded`: equal for points that differ only in those parameters.
-fn key_but_all(params: &Params, excluded: &[&str]) -> String {
+fn key_but(params: &Params, excluded: &[&str]) -> String {
     let mut others = params.clone();
     for param in excluded {
         others.remove(*param);
@@ -1474,18 +1469,10 @@ fn key_but_all(params: &Params, excluded: &[&str]) -> String {
     crate::experiment::plan::point_key(&others)
 }
 
-/// The rows grouped into points that differ only in `param` (in key order), each group with
-/// where it is (" at k=v, ..." over the parameters that vary in the run, `param` aside).
+/// The rows grouped into points that differ only in the parameters `excluded` (in key order),
+/// each group with where it is (" at k=v, ..." over the parameters that vary in the run,
+/// `excluded` aside).
 fn groups_but<'r>(
-    rows: &[&'r ResultRow],
-    param: &str,
-    labels: &PointLabels,
-) -> Vec<(String, Vec<&'r ResultRow>)> {
-    groups_but_all(rows, &[param], labels)
-}
-
-/// [`groups_but`] for points that differ only in the parameters `excluded`.
-fn groups_but_all<'r>(
     rows: &[&'r ResultRow],
     excluded: &[&str],
     labels: &PointLabels,
@@ -1493,7 +1480,7 @@ fn groups_but_all<'r>(
     let mut groups: BTreeMap<String, Vec<&ResultRow>> = BTreeMap::new();
     for &row in rows {
         groups
-            .entry(key_but_all(&row.params, excluded))
+            .entry(key_but(&row.params, excluded))
             .or_default()
             .push(row);
     }
@@ -1572,7 +1559,7 @@ fn equivalent_over(
         Ok(s) => s,
         Err(why) => return (false, format!("{pair}: {why} ({})", bounds.required())),
     };
-    let findings = groups_but(&selected, over, labels)
+    let findings = groups_but(&selected, &[over], labels)
         .into_iter()
         .map(|(place, group)| {
             let mut diffs = Vec::new();
@@ -1780,7 +1767,7 @@ fn scaling(
     // variant, so a group where `variant` did not run is seen.
     let excluded: Vec<&str> = std::iter::once(param).chain(over).collect();
     let mut findings = Vec::new();
-    for (place, group) in groups_but_all(&selected, &excluded, labels) {
+    for (place, group) in groups_but(&selected, &excluded, labels) {
         let Some(over) = over else {
             findings.push(
                 match scaling_ratio(&group, (variant, relative_to, col), param, (from, to)) {

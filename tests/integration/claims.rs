@@ -312,23 +312,49 @@ fn equivalence_takes_the_worst_error() {
     );
 }
 
+/// What a test sets on a `scaling` claim beyond its ends and bound.
+#[derive(Default)]
+struct ScalingOptions<'a> {
+    over: Option<&'a str>,
+    relative_to: Option<&'a str>,
+    at: &'a [(&'a str, i64)],
+}
+
+/// A `scaling` claim on `variant`'s `wall_time_s` from `ends.0` to `ends.1` of `param`.
+fn scaling(
+    variant: &str,
+    param: &str,
+    (from, to): (Value, Value),
+    at_least: f64,
+    options: ScalingOptions,
+) -> ClaimConfig {
+    ClaimConfig::Scaling {
+        name: format!("{variant} over {param}"),
+        variant: variant.to_string(),
+        column: "wall_time_s".to_string(),
+        param: param.to_string(),
+        from,
+        to,
+        at_least,
+        over: options.over.map(str::to_string),
+        relative_to: options.relative_to.map(str::to_string),
+        at: options
+            .at
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::Int(*v)))
+            .collect(),
+    }
+}
+
 #[test]
 fn scaling_over_threads() {
     let mut rows = Vec::new();
     for (point, threads, t) in [(0, 1, 10.0), (1, 2, 5.5), (2, 4, 3.0)] {
         rows.extend(reps(point, &[("size", 5), ("threads", threads)], "par", t));
     }
-    let claim = |at_least: f64| ClaimConfig::Scaling {
-        name: "speedup".to_string(),
-        variant: "par".to_string(),
-        column: "wall_time_s".to_string(),
-        param: "threads".to_string(),
-        from: Value::Str("min".to_string()),
-        to: Value::Int(2),
-        at_least,
-        over: None,
-        relative_to: None,
-        at: BTreeMap::new(),
+    let claim = |at_least: f64| {
+        let ends = (Value::Str("min".to_string()), Value::Int(2));
+        scaling("par", "threads", ends, at_least, ScalingOptions::default())
     };
     assert_outcome(
         &one(claim(1.8), &rows),
@@ -352,17 +378,9 @@ fn scaling_over_a_switch_compares_its_off_and_on_points() {
             rows.push(r);
         }
     }
-    let claim = |from: bool, at_least: f64| ClaimConfig::Scaling {
-        name: "off against on".to_string(),
-        variant: "par".to_string(),
-        column: "wall_time_s".to_string(),
-        param: "full".to_string(),
-        from: Value::Bool(from),
-        to: Value::Bool(!from),
-        at_least,
-        over: None,
-        relative_to: None,
-        at: BTreeMap::new(),
+    let claim = |from: bool, at_least: f64| {
+        let ends = (Value::Bool(from), Value::Bool(!from));
+        scaling("par", "full", ends, at_least, ScalingOptions::default())
     };
     assert_outcome(
         &one(claim(true, 4.0), &rows),
@@ -396,17 +414,13 @@ fn scaling_relative_to_another_variant_is_how_the_speedup_over_it_changes() {
             fast,
         ));
     }
-    let claim = |relative_to: &str, at_least: f64| ClaimConfig::Scaling {
-        name: "fast's lead grows".to_string(),
-        variant: "slow".to_string(),
-        column: "wall_time_s".to_string(),
-        param: "threads".to_string(),
-        from: Value::Str("max".to_string()),
-        to: Value::Str("min".to_string()),
-        at_least,
-        over: None,
-        relative_to: Some(relative_to.to_string()),
-        at: BTreeMap::new(),
+    let claim = |relative_to: &str, at_least: f64| {
+        let ends = (Value::Str("max".to_string()), Value::Str("min".to_string()));
+        let options = ScalingOptions {
+            relative_to: Some(relative_to),
+            ..ScalingOptions::default()
+        };
+        scaling("slow", "threads", ends, at_least, options)
     };
     assert_outcome(
         &one(claim("fast", 1.6), &rows),
@@ -430,17 +444,18 @@ fn scaling_across_seeds_holds_the_lower_end_of_the_mean_ratio_interval() {
             rows.extend(reps(point, &[("size", size), ("seed", seed)], "par", t));
         }
     }
-    let claim = |at_least: f64| ClaimConfig::Scaling {
-        name: "small over large".to_string(),
-        variant: "par".to_string(),
-        column: "wall_time_s".to_string(),
-        param: "size".to_string(),
-        from: Value::Int(1),
-        to: Value::Int(2),
-        at_least,
-        over: Some("seed".to_string()),
-        relative_to: None,
-        at: BTreeMap::new(),
+    let claim = |at_least: f64| {
+        let options = ScalingOptions {
+            over: Some("seed"),
+            ..ScalingOptions::default()
+        };
+        scaling(
+            "par",
+            "size",
+            (Value::Int(1), Value::Int(2)),
+            at_least,
+            options,
+        )
     };
     assert_outcome(
         &one(claim(1.03), &rows),
@@ -478,20 +493,16 @@ fn scaling_between_two_names_of_a_parameter() {
             rows.push(r);
         }
     }
-    let claim = |at_least: f64, at: &[(&str, i64)]| ClaimConfig::Scaling {
-        name: "sparse pays".to_string(),
-        variant: "par".to_string(),
-        column: "wall_time_s".to_string(),
-        param: "delta".to_string(),
-        from: Value::Str("dense".to_string()),
-        to: Value::Str("sparse".to_string()),
-        at_least,
-        over: None,
-        relative_to: None,
-        at: at
-            .iter()
-            .map(|(k, v)| (k.to_string(), Value::Int(*v)))
-            .collect(),
+    let claim = |at_least: f64, at: &[(&str, i64)]| {
+        let ends = (
+            Value::Str("dense".to_string()),
+            Value::Str("sparse".to_string()),
+        );
+        let options = ScalingOptions {
+            at,
+            ..ScalingOptions::default()
+        };
+        scaling("par", "delta", ends, at_least, options)
     };
     assert_outcome(
         &one(claim(2.9, &[("size", 1)]), &rows),
@@ -983,18 +994,8 @@ fn quick_claims_are_checked_against_the_quick_grid_on_a_full_build() {
 fn scaling_from_equal_to_fails_at_evaluation_too() {
     // Stored rows from before the plan refused it: a ratio of 1 is not evidence.
     let rows = reps(0, &[("size", 5), ("threads", 2)], "par", 3.0);
-    let claim = ClaimConfig::Scaling {
-        name: "speedup".to_string(),
-        variant: "par".to_string(),
-        column: "wall_time_s".to_string(),
-        param: "threads".to_string(),
-        from: Value::Str("min".to_string()),
-        to: Value::Str("max".to_string()),
-        at_least: 1.0,
-        over: None,
-        relative_to: None,
-        at: BTreeMap::new(),
-    };
+    let ends = (Value::Str("min".to_string()), Value::Str("max".to_string()));
+    let claim = scaling("par", "threads", ends, 1.0, ScalingOptions::default());
     assert_outcome(
         &one(claim, &rows),
         false,
@@ -1106,18 +1107,8 @@ fn a_missing_point_fails_slope_scaling_share_and_equivalence() {
             rows.extend(reps(point, &p, "par", 10.0 / threads as f64));
         }
     }
-    let scaling = ClaimConfig::Scaling {
-        name: "speedup".to_string(),
-        variant: "par".to_string(),
-        column: "wall_time_s".to_string(),
-        param: "threads".to_string(),
-        from: Value::Str("min".to_string()),
-        to: Value::Str("max".to_string()),
-        at_least: 1.5,
-        over: None,
-        relative_to: None,
-        at: BTreeMap::new(),
-    };
+    let ends = (Value::Str("min".to_string()), Value::Str("max".to_string()));
+    let scaling = scaling("par", "threads", ends, 1.5, ScalingOptions::default());
     assert_outcome(
         &one(scaling, &rows),
         false,

@@ -66,19 +66,24 @@ pub(crate) fn transpose(
     t_indptr: &mut [usize],
     mut place: impl FnMut(usize, usize, usize),
 ) {
+    // Counts two places on, so that after the prefix sums `t_indptr[j + 1]` is where document
+    // `j` starts: the placement's cursor, which it leaves where `j` ends, `t_indptr`'s final
+    // value. No second array of cursors to allocate on every call (`sparse` transposes every
+    // iteration). The last document's count moves no start, so it is not kept.
     t_indptr.fill(0);
     for &j in c_docs {
-        t_indptr[j as usize + 1] += 1;
+        if let Some(count) = t_indptr.get_mut(j as usize + 2) {
+            *count += 1;
+        }
     }
-    for j in 0..t_indptr.len() - 1 {
-        t_indptr[j + 1] += t_indptr[j];
+    for j in 2..t_indptr.len() {
+        t_indptr[j] += t_indptr[j - 1];
     }
-    let mut next = t_indptr.to_vec();
     for (k, row) in words.row_ptr.windows(2).enumerate() {
         for (p, &j) in (row[0]..row[1]).zip(&c_docs[row[0]..row[1]]) {
-            let j = j as usize;
-            place(next[j], k, p);
-            next[j] += 1;
+            let cursor = &mut t_indptr[j as usize + 1];
+            place(*cursor, k, p);
+            *cursor += 1;
         }
     }
 }
