@@ -1044,12 +1044,22 @@ fn list(experiments: &Path) {
     for f in families::registry() {
         println!("family {}", f.name());
         println!("  variants: {}", f.variants().join(", "));
+        let params = f.params();
+        if let Some(option) = params.iter().find(|p| p.read_by.is_some()) {
+            let reader = option.read_by.as_ref().and_then(|r| r.first()).copied();
+            println!(
+                "  options (parameters read by the variants named before their help): set for \
+                 every variant in params/sweep, or for one listed variant, `{} {}=VALUE`",
+                reader.unwrap_or("VARIANT"),
+                option.name
+            );
+        }
         let peers = parbench::peers::shipped_for(f.name());
         if !peers.is_empty() {
             println!("  peers (parbench peers list): {}", peers.join(", "));
         }
         println!("  parameters:");
-        for p in f.params() {
+        for p in params {
             let kind = match &p.choices {
                 Some(c) => c.join("|"),
                 None => p.kind.to_string(),

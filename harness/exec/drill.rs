@@ -137,15 +137,19 @@ mod tests {
 
     #[test]
     fn specifications_parse_and_select() {
-        let s = parse("fusedmm_gate:1.5d-dense-shift/fusion=2, *=10 ,hogwild=1.3").unwrap();
+        let s =
+            parse("fusedmm_gate:1.5d-dense-shift strategy=fusion=2, *=10 ,hogwild=1.3").unwrap();
         assert_eq!(s.len(), 3);
         assert_eq!(s[0].experiment.as_deref(), Some("fusedmm_gate"));
-        assert_eq!(s[0].variant, "1.5d-dense-shift/fusion");
+        assert_eq!(s[0].variant, "1.5d-dense-shift strategy=fusion");
         assert_eq!(
-            factor_for(&s[..1], "fusedmm_gate", "1.5d-dense-shift/fusion"),
+            factor_for(&s[..1], "fusedmm_gate", "1.5d-dense-shift strategy=fusion"),
             2.0
         );
-        assert_eq!(factor_for(&s[..1], "other", "1.5d-dense-shift/fusion"), 1.0);
+        assert_eq!(
+            factor_for(&s[..1], "other", "1.5d-dense-shift strategy=fusion"),
+            1.0
+        );
         assert_eq!(factor_for(&s, "w2v", "hogwild"), 10.0);
         assert_eq!(factor_for(&s[2..], "w2v", "hogwild"), 1.3);
         assert_eq!(factor_for(&s[2..], "w2v", "gemm"), 1.0);

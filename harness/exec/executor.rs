@@ -130,9 +130,10 @@ impl InProcessPoint<'_> {
         };
         let result = match plan.peers.get(variant) {
             Some(peer) => self.run_peer(peer, threads),
-            None => plan
-                .family
-                .run(variant, &self.input, &plan.typed[index], threads),
+            None => {
+                let (base, typed) = plan.run_of(index, variant);
+                plan.family.run(base, &self.input, typed, threads)
+            }
         };
         let result = result.and_then(|mut m| {
             match &region {

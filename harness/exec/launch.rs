@@ -137,7 +137,7 @@ pub fn run_point(
     let point = &plan.points[index];
     let processes = plan
         .family
-        .processes(&plan.typed[index], plan::threads_of(point))
+        .processes(plan.run_of(index, variant).1, plan::threads_of(point))
         .context("counting the MPI processes of the point")?;
     let experiment = std::fs::canonicalize(run_dir.join(crate::results::EXPERIMENT_YAML))
         .context("locating the run's copy of the experiment file")?;
@@ -225,15 +225,19 @@ fn launched_on(backend: &Ranks, args: &LaunchedArgs) -> Result<()> {
         );
     }
     let threads = plan::threads_of(point);
-    let point = &plan.typed[args.point];
     let input = plan
         .family
-        .prepare(point, plan.dataset.as_deref(), plan.config.data.seed)
+        .prepare(
+            &plan.typed[args.point],
+            plan.dataset.as_deref(),
+            plan.config.data.seed,
+        )
         .context("preparing the point's input")?;
+    let (base, point) = plan.run_of(args.point, &args.variant);
     for _ in 0..args.runs {
         let m = plan
             .family
-            .run_on_ranks(&args.variant, &input, point, threads, backend)
+            .run_on_ranks(base, &input, point, threads, backend)
             .with_context(|| format!("running {} across the MPI processes", args.variant))?;
         if let Some(m) = m {
             let line = serde_json::to_string(&WireMeasurement::from(&m))?;

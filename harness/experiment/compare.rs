@@ -36,7 +36,8 @@ variant's output does not agree with the first variant's to --rel-tol."
 pub struct CompareArgs {
     /// The family (`parbench list` names them).
     pub family: String,
-    /// Variants to compare, comma-separated; the others are compared with the first.
+    /// Variants to compare, comma-separated; the others are compared with the first. A variant
+    /// may set options of its own after its name: `--variants "sync,async non_blocking=true"`.
     #[arg(
         long,
         value_delimiter = ',',

@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod config;
 pub mod plan;
+pub mod variant;
 
 use anyhow::Context;
 use std::path::{Path, PathBuf};

@@ -15,6 +15,7 @@ use crate::analysis::claims::is_result_column;
 use crate::experiment::config::{
     self, ClaimConfig, ConfigError, DataSource, ExperimentConfig, Located, Position, Seg,
 };
+use crate::experiment::variant::{base_of, ListedVariant};
 use crate::families;
 use crate::family::{Family, ParamSpec, Params, TypedPoint, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,6 +35,9 @@ pub struct Plan {
     pub points: Vec<Params>,
     /// The family's typed form of each point (same order), checked when the plan was built.
     pub typed: Vec<TypedPoint>,
+    /// For each listed variant that sets options of its own (`1.5d-dense-shift
+    /// strategy=fusion`), its typed form of each point, those options set.
+    pub variant_typed: BTreeMap<String, Vec<TypedPoint>>,
     /// The dataset file resolved in the data dir, for `source: dataset`.
     pub dataset: Option<PathBuf>,
     pub quick: bool,
@@ -55,6 +59,16 @@ impl fmt::Debug for Plan {
 }
 
 impl Plan {
+    /// The family variant the listed variant `listed` runs, and the typed point it runs at
+    /// point `index` (its own options set: see [`variant`](super::variant)).
+    pub fn run_of<'a>(&'a self, index: usize, listed: &'a str) -> (&'a str, &'a TypedPoint) {
+        let typed = match self.variant_typed.get(listed) {
+            Some(points) => &points[index],
+            None => &self.typed[index],
+        };
+        (super::variant::base_of(listed), typed)
+    }
+
     /// Timed runs the plan will make (warm-ups excluded).
     pub fn total_runs(&self) -> usize {
         self.points.len() * self.config.variants.len() * self.config.repetitions
@@ -177,9 +191,9 @@ pub fn build_from_str(
     let points = expand(&config.params, &config.sweep, &order);
     // Every point in its typed form, before anything runs: what a family finds wrong with a
     // point's parameters taken together is a problem of the plan like any other.
-    let typed = match &family {
+    let (typed, variant_typed) = match &family {
         Some(f) => v.check_points(&config, f.as_ref(), &points),
-        None => Vec::new(),
+        None => (Vec::new(), BTreeMap::new()),
     };
     if let (Some(f), Some(dataset)) = (&family, &dataset) {
         if typed.len() == points.len() {
@@ -233,6 +247,7 @@ pub fn build_from_str(
         family,
         points,
         typed,
+        variant_typed,
         dataset,
         quick,
         peers,
@@ -284,6 +299,22 @@ fn nearest<'n>(word: &str, names: &[&'n str]) -> Option<&'n str> {
         .filter(|(d, n)| *d <= 2.max(n.len() / 3))
         .min()
         .map(|(_, n)| n)
+}
+
+/// How to fix an invalid value of a parameter: its choices (and the one `value` is likely a
+/// typo of), else its help and default.
+fn value_help(spec: &ParamSpec, value: &Value) -> String {
+    let key = spec.name;
+    match &spec.choices {
+        Some(choices) => {
+            let mut help = format!("valid `{key}` values: {}", list(choices));
+            if let Some(near) = value.as_str().and_then(|s| nearest(s, choices)) {
+                help.push_str(&format!("; did you mean `{near}`?"));
+            }
+            help
+        }
+        None => format!("`{key}`: {} (default {})", spec.help, spec.default),
+    }
 }
 
 fn list(names: &[&str]) -> String {
@@ -373,16 +404,32 @@ impl<'a> Validator<'a> {
         });
         self.check_peer_decls(config, family);
         let variants: Vec<&str> = config.variants.iter().map(String::as_str).collect();
+        // The family's variants the listed ones run (`1.5d-dense-shift strategy=fusion` runs
+        // `1.5d-dense-shift`): what an option's `for [..]` readers name.
+        let bases: Vec<&str> = variants.iter().map(|v| base_of(v)).collect();
 
-        self.check_variants(
+        let path = self.variants_path();
+        self.check_variants(&config.variants, &path, family_variants.as_deref());
+        self.check_variant_options(
+            config,
             &config.variants,
-            &self.variants_path(),
+            &path,
+            specs.as_deref(),
+            family,
             family_variants.as_deref(),
         );
         if !self.quick {
             if let Some(qv) = self.quick_cfg.and_then(|q| q.variants.as_ref()) {
                 let path = vec![Seg::Key("quick"), Seg::Key("variants")];
                 self.check_variants(qv, &path, family_variants.as_deref());
+                self.check_variant_options(
+                    config,
+                    qv,
+                    &path,
+                    specs.as_deref(),
+                    family,
+                    family_variants.as_deref(),
+                );
             }
         }
 
@@ -400,7 +447,7 @@ impl<'a> Validator<'a> {
                 &path,
                 specs.as_deref(),
                 family,
-                &variants,
+                &bases,
             );
         }
         for (key, values) in &config.sweep {
@@ -415,7 +462,7 @@ impl<'a> Validator<'a> {
                     )),
                 );
             }
-            self.check_param(key, values, &path, specs.as_deref(), family, &variants);
+            self.check_param(key, values, &path, specs.as_deref(), family, &bases);
             if config.params.contains_key(key) {
                 let at = self.at(&path);
                 self.push(
@@ -428,8 +475,8 @@ impl<'a> Validator<'a> {
         if !self.quick {
             if let Some(q) = self.quick_cfg {
                 let quick_variants: Vec<&str> = match &q.variants {
-                    Some(v) => v.iter().map(String::as_str).collect(),
-                    None => variants.clone(),
+                    Some(v) => v.iter().map(|v| base_of(v)).collect(),
+                    None => bases.clone(),
                 };
                 for (key, value) in &q.params {
                     let path = vec![Seg::Key("quick"), Seg::Key("params"), Seg::Key(key)];
@@ -544,32 +591,80 @@ impl<'a> Validator<'a> {
         }
     }
 
-    /// The typed form of every point, collecting what the family finds wrong with any of them
-    /// (each distinct problem once, located at the responsible key: its value in a sweep list,
-    /// else its `params` entry). Values already reported as invalid are left out, so the
-    /// family's defaults stand in for them and the other problems are still found.
+    /// The typed form of every point, and of every point for each listed variant that sets
+    /// options of its own, collecting what the family finds wrong with any of them (each
+    /// distinct problem once, located at the responsible key: its value in a sweep list, else
+    /// its `params` entry, or the listed variant whose setting it is). Values already reported
+    /// as invalid are left out, so the family's defaults stand in for them and the other
+    /// problems are still found.
     fn check_points(
         &mut self,
         config: &ExperimentConfig,
         family: &dyn Family,
         points: &[Params],
-    ) -> Vec<TypedPoint> {
-        let mut typed = Vec::with_capacity(points.len());
-        let mut reported = BTreeSet::new();
-        for point in points {
-            let valid: Params = point
+    ) -> (Vec<TypedPoint>, BTreeMap<String, Vec<TypedPoint>>) {
+        let valid_only = |params: &Params| -> Params {
+            params
                 .iter()
                 .filter(|(k, v)| {
                     RUNNER_PARAMS.contains(&k.as_str()) || family.check_value(k, v) == Some(Ok(()))
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            match family.typed_point(&valid, &config.variants) {
+                .collect()
+        };
+        // Each family variant once, however many settings of it are listed.
+        let mut bases: Vec<String> = Vec::new();
+        for base in config.variants.iter().map(|v| base_of(v).to_string()) {
+            if !bases.contains(&base) {
+                bases.push(base);
+            }
+        }
+        let with_options: Vec<(&String, Params)> = config
+            .variants
+            .iter()
+            .filter_map(|listed| {
+                let parsed = ListedVariant::parse(listed).ok()?;
+                let options: Params = parsed
+                    .options
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect();
+                (!options.is_empty()).then_some((listed, options))
+            })
+            .collect();
+        let mut typed = Vec::with_capacity(points.len());
+        let mut variant_typed: BTreeMap<String, Vec<TypedPoint>> = BTreeMap::new();
+        let mut reported = BTreeSet::new();
+        for point in points {
+            let valid = valid_only(point);
+            match family.typed_point(&valid, &bases) {
                 Ok(t) => typed.push(t),
                 Err(issues) => self.report_point_issues(config, point, issues, &mut reported),
             }
+            for (listed, options) in &with_options {
+                let mut own = point.clone();
+                own.extend(options.iter().map(|(k, v)| (k.clone(), v.clone())));
+                let base = [base_of(listed).to_string()];
+                match family.typed_point(&valid_only(&own), &base) {
+                    Ok(t) => variant_typed.entry(listed.to_string()).or_default().push(t),
+                    Err(issues) => {
+                        // A problem with one of the variant's own settings is located there.
+                        let (own_issues, others): (Vec<_>, Vec<_>) = issues
+                            .into_iter()
+                            .partition(|i| i.keys.iter().any(|k| options.contains_key(*k)));
+                        for issue in own_issues {
+                            if reported.insert(issue.message.clone()) {
+                                let at = self.at_token(&self.variants_path(), listed);
+                                let message = format!("variant `{listed}`: {}", issue.message);
+                                self.push(at, message, Some(issue.help));
+                            }
+                        }
+                        self.report_point_issues(config, point, others, &mut reported);
+                    }
+                }
+            }
         }
-        typed
+        (typed, variant_typed)
     }
 
     /// Reports what a family found wrong with a point, each message once (`reported` holds those
@@ -746,12 +841,96 @@ impl<'a> Validator<'a> {
                 );
             }
             if let Some(valid) = valid {
-                if !valid.contains(&name.as_str()) {
+                let base = base_of(name);
+                if !valid.contains(&base) {
+                    let at = self.at_token(path, name);
+                    let mut help = format!("valid variants: {}", list(valid));
+                    if let Some(near) = nearest(base, valid) {
+                        help.push_str(&format!("; did you mean `{near}`?"));
+                    }
+                    self.push(at, format!("unknown variant `{base}`"), Some(help));
+                }
+            }
+        }
+    }
+
+    /// The settings a listed variant makes of its own options (`1.5d-dense-shift
+    /// strategy=fusion`): each an option of that variant (a parameter whose readers include
+    /// it), with a valid value, and not also set for every variant in `params` or `sweep`.
+    fn check_variant_options(
+        &mut self,
+        config: &ExperimentConfig,
+        listed: &[String],
+        path: &[Seg],
+        specs: Option<&[ParamSpec]>,
+        family: Option<&dyn Family>,
+        valid: Option<&[&str]>,
+    ) {
+        for name in listed {
+            let parsed = match ListedVariant::parse(name) {
+                Ok(parsed) => parsed,
+                Err(e) => {
                     let at = self.at_token(path, name);
                     self.push(
                         at,
-                        format!("unknown variant `{name}`"),
-                        Some(format!("valid variants: {}", list(valid))),
+                        e,
+                        Some(
+                            "write a variant, then its options as name=value separated by \
+                             spaces (`1.5d-dense-shift strategy=fusion`)"
+                                .to_string(),
+                        ),
+                    );
+                    continue;
+                }
+            };
+            // An unknown variant is reported once, by `check_variants`.
+            let (Some(specs), Some(valid)) = (specs, valid) else {
+                continue;
+            };
+            if !valid.contains(&parsed.base) {
+                continue;
+            }
+            let own: Vec<&str> = specs
+                .iter()
+                .filter(|s| s.read_by.as_ref().is_some_and(|r| r.contains(&parsed.base)))
+                .map(|s| s.name)
+                .collect();
+            for (key, value) in &parsed.options {
+                let at = self.at_token(path, name);
+                if !own.contains(key) {
+                    let help = if own.is_empty() {
+                        format!("`{}` has no options of its own", parsed.base)
+                    } else {
+                        format!("options of `{}`: {}", parsed.base, list(&own))
+                    };
+                    let read = match specs.iter().find(|s| s.name == *key) {
+                        Some(_) => "is not an option of",
+                        None => "is no parameter, let alone an option of",
+                    };
+                    self.push(at, format!("`{key}` {read} `{}`", parsed.base), Some(help));
+                    continue;
+                }
+                if let Some(Err(why)) = family.and_then(|f| f.check_value(key, value)) {
+                    let help = specs
+                        .iter()
+                        .find(|s| s.name == *key)
+                        .map(|s| value_help(s, value));
+                    self.push(
+                        at,
+                        format!("variant `{name}`: parameter `{key}` {why}"),
+                        help,
+                    );
+                    continue;
+                }
+                if config.params.contains_key(*key) || config.sweep.contains_key(*key) {
+                    self.push(
+                        at,
+                        format!(
+                            "`{key}` is set for every variant (in `params` or `sweep`) and for `{name}`"
+                        ),
+                        Some(format!(
+                            "set `{key}` in one place: for every variant, or on the variants listed"
+                        )),
                     );
                 }
             }
@@ -850,17 +1029,11 @@ impl<'a> Validator<'a> {
                 continue;
             };
             let at = self.at_token(path, &v.to_string());
-            let help = match &spec.choices {
-                Some(choices) => {
-                    let mut help = format!("valid `{key}` values: {}", list(choices));
-                    if let Some(near) = v.as_str().and_then(|s| nearest(s, choices)) {
-                        help.push_str(&format!("; did you mean `{near}`?"));
-                    }
-                    help
-                }
-                None => format!("`{key}`: {} (default {})", spec.help, spec.default),
-            };
-            self.push(at, format!("parameter `{key}` {why}"), Some(help));
+            self.push(
+                at,
+                format!("parameter `{key}` {why}"),
+                Some(value_help(spec, v)),
+            );
         }
     }
 

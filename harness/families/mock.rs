@@ -3,7 +3,8 @@
 //!
 //! Every number is a pure function of the point: `wall_time_s = size * factor / threads` with
 //! `factor` 1e-3 for `slow` and 1e-5 for `fast` and `wrong`, so `slow` is exactly 100x `fast`
-//! and the time scales as `size^1` and `threads^-1`. Phases split the time 80/20 into
+//! and the time scales as `size^1` and `threads^-1`; `fast` divides it by its own option
+//! `speedup` (1 by default). Phases split the time 80/20 into
 //! `compute`/`setup`. The output of `slow` and `fast` is the same vector; `wrong` differs by 1e-3
 //! relative, so equivalence checks have something to catch. The "times" are reported, not
 //! measured; a run sleeps only when `delay_ms` asks (tests that interrupt a sweep). Every run
@@ -39,6 +40,8 @@ crate::point_params! {
         delay_ms: u64 = 0,
         /// accepted and recorded, otherwise unused (tests named parameters)
         layout: Choice<MockLayout> = Choice(MockLayout::Dense),
+        /// how many times faster `fast` runs (an option of `fast` alone: tests variant options)
+        speedup for ["fast"]: f64 = 1.0,
     }
 }
 
@@ -78,6 +81,13 @@ impl TypedFamily for MockFamily {
     fn check(&self, point: &MockPoint, _variants: &[String]) -> Vec<PointIssue> {
         let mut issues = Vec::new();
         positive(&mut issues, "size", point.size);
+        if point.speedup.is_nan() || point.speedup <= 0.0 {
+            issues.push(PointIssue::new(
+                &["speedup"],
+                format!("speedup must be positive, got {}", point.speedup),
+                "set speedup above 0 (1: as scripted)",
+            ));
+        }
         issues
     }
 
@@ -103,12 +113,19 @@ impl TypedFamily for MockFamily {
         if threads == 0 {
             bail!("mock family needs threads >= 1");
         }
+        // The variant's own option comes with the point it runs at, not with the input, which
+        // every variant of the point shares.
+        let speedup = if variant == "fast" {
+            point.speedup
+        } else {
+            1.0
+        };
         // The prepared input is the point itself; prefer it, so a runner that hands the wrong
         // input to a point is caught by the numbers.
         let point = input.downcast_ref::<MockPoint>().unwrap_or(point);
         std::thread::sleep(std::time::Duration::from_millis(point.delay_ms));
         let size = point.size;
-        let wall_time_s = size as f64 * factor / threads as f64;
+        let wall_time_s = size as f64 * factor / threads as f64 / speedup;
         let phases_s = BTreeMap::from([
             ("compute".to_string(), 0.8 * wall_time_s),
             ("setup".to_string(), 0.2 * wall_time_s),

@@ -269,9 +269,9 @@ pub fn deserialize_point<P: for<'de> Deserialize<'de>>(
 /// A variant's options are parameters too, declared with the variants that read them:
 /// `delta for ["async"]: Choice<DeltaEncoding> = ...`. That is the one pattern for a
 /// parameterised variant (the plan refuses an option none of an experiment's variants reads,
-/// and `parbench list` names its readers). What is fixed for a variant is part of its name
-/// instead: a FusedMM strategy changes the algorithm's messages and cost model, so
-/// `1.5d-dense-shift/reuse` is a variant of its own.
+/// and `parbench list` names its readers). An experiment sets an option for every variant
+/// reading it (`params`, `sweep`) or for one listed variant (`async delta=sparse`,
+/// `1.5d-dense-shift strategy=reuse`: see [`crate::experiment::variant`]).
 #[macro_export]
 macro_rules! point_params {
     ($(#[$meta:meta])* pub struct $name:ident {

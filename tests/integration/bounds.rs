@@ -100,8 +100,8 @@ fn fusedmm_rows_carry_their_bound() {
         &[
             "local",
             "local-unfused",
-            "1.5d-dense-shift/fusion",
-            "2.5d-dense-replicate/none",
+            "1.5d-dense-shift strategy=fusion",
+            "2.5d-dense-replicate strategy=none",
         ],
     );
     assert_bounded(&rows, "work_flops_f64");
@@ -113,10 +113,10 @@ fn fusedmm_rows_carry_their_bound() {
     // Unfused stores and rereads R; the distributed runs add the words they send.
     let bytes = |r: &ResultRow| r.metrics["work_stream_bytes"] + r.metrics["work_reuse_bytes"];
     assert!(bytes(one("local-unfused")) > bytes(one("local")));
-    assert!(bytes(one("1.5d-dense-shift/fusion")) > bytes(one("local")));
+    assert!(bytes(one("1.5d-dense-shift strategy=fusion")) > bytes(one("local")));
     assert_eq!(one("local").metrics["work_threads"], 1.0);
     assert_eq!(
-        one("2.5d-dense-replicate/none").metrics["work_threads"],
+        one("2.5d-dense-replicate strategy=none").metrics["work_threads"],
         4.0
     );
 }
@@ -156,7 +156,7 @@ fn fusedmm_application_rows_carry_the_bound_of_their_sparse_calls() {
         "b_apps",
         "fusedmm-apps",
         params,
-        &["serial", "1.5d-dense-shift/none"],
+        &["serial", "1.5d-dense-shift strategy=none"],
     );
     assert_bounded(&rows, "work_flops_f64");
     let one = |v: &str| {
@@ -165,7 +165,7 @@ fn fusedmm_application_rows_carry_the_bound_of_their_sparse_calls() {
             .unwrap()
     };
     // The same calls on the same matrix: the same flops; the distributed run also sends words.
-    let (serial, shifted) = (one("serial"), one("1.5d-dense-shift/none"));
+    let (serial, shifted) = (one("serial"), one("1.5d-dense-shift strategy=none"));
     assert_eq!(
         serial.metrics["work_flops_f64"],
         shifted.metrics["work_flops_f64"]

@@ -43,14 +43,14 @@ sweep:
 variants:
   - serial
   - 1d
-  - 1.5d-dense-shift/none
-  - 1.5d-dense-shift/reuse
-  - 1.5d-dense-shift/fusion
-  - 1.5d-sparse-shift/none
-  - 1.5d-sparse-shift/reuse
-  - 2.5d-dense-replicate/none
-  - 2.5d-dense-replicate/reuse
-  - 2.5d-sparse-replicate/none
+  - 1.5d-dense-shift strategy=none
+  - 1.5d-dense-shift strategy=reuse
+  - 1.5d-dense-shift strategy=fusion
+  - 1.5d-sparse-shift strategy=none
+  - 1.5d-sparse-shift strategy=reuse
+  - 2.5d-dense-replicate strategy=none
+  - 2.5d-dense-replicate strategy=reuse
+  - 2.5d-sparse-replicate
 repetitions: 1
 warmup: 0
 equivalence: { reference: serial, rel_tol: 1.0e-10 }
@@ -61,8 +61,8 @@ claims:
   - kind: ratio
     name: replication reuse sends fewer words in ALS
     column: metric_words_sent
-    numerator: 1.5d-dense-shift/reuse
-    denominator: 1.5d-dense-shift/none
+    numerator: 1.5d-dense-shift strategy=reuse
+    denominator: 1.5d-dense-shift strategy=none
     at_most: 0.99
     at: { app: als }
 "#;
@@ -140,12 +140,12 @@ fn applications_agree_with_serial_on_every_backend_and_report_their_breakdown() 
         1.0
     );
     assert_eq!(
-        row(&summary.rows, "gat", "1.5d-dense-shift/none").metrics["replication_used"],
+        row(&summary.rows, "gat", "1.5d-dense-shift strategy=none").metrics["replication_used"],
         2.0
     );
     // GAT has no FusedMM, so the strategy changes nothing it sends.
-    let gat_none = row(&summary.rows, "gat", "1.5d-dense-shift/none");
-    let gat_fusion = row(&summary.rows, "gat", "1.5d-dense-shift/fusion");
+    let gat_none = row(&summary.rows, "gat", "1.5d-dense-shift strategy=none");
+    let gat_fusion = row(&summary.rows, "gat", "1.5d-dense-shift strategy=fusion");
     assert_eq!(
         gat_none.metrics["words_sent"],
         gat_fusion.metrics["words_sent"]

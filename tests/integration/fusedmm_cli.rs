@@ -283,14 +283,14 @@ params:
 variants:
   - local
   - 1d
-  - 1.5d-dense-shift/none
-  - 1.5d-dense-shift/reuse
-  - 1.5d-dense-shift/fusion
-  - 1.5d-sparse-shift/none
-  - 1.5d-sparse-shift/reuse
-  - 2.5d-dense-replicate/none
-  - 2.5d-dense-replicate/reuse
-  - 2.5d-sparse-replicate/none
+  - 1.5d-dense-shift strategy=none
+  - 1.5d-dense-shift strategy=reuse
+  - 1.5d-dense-shift strategy=fusion
+  - 1.5d-sparse-shift strategy=none
+  - 1.5d-sparse-shift strategy=reuse
+  - 2.5d-dense-replicate strategy=none
+  - 2.5d-dense-replicate strategy=reuse
+  - 2.5d-sparse-replicate
 sweep:
   kernel: [sddmm, spmmb, fusedmma]
   replication: [1, 0]
@@ -304,7 +304,7 @@ claims:
   - kind: ratio
     name: dense shifting matches the model exactly
     column: metric_model_exact
-    numerator: 1.5d-dense-shift/none
+    numerator: 1.5d-dense-shift strategy=none
     denominator: local
     at_least: 1
     at_most: 1

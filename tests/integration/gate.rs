@@ -331,17 +331,35 @@ fn the_check_command_exits_by_verdict_and_prints_its_coverage() {
 #[test]
 fn every_registered_variant_is_counted_and_timed_by_a_gate_workload() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/gate");
-    let files = parbench::exec::gate::experiment_files(&[dir]).expect("gate workloads");
+    let files =
+        parbench::exec::gate::experiment_files(std::slice::from_ref(&dir)).expect("gate workloads");
     let mut counted: BTreeMap<(String, String), bool> = BTreeMap::new();
     for file in &files {
         let config = parbench::experiment::config::load(file, false)
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         for variant in &config.variants {
             let timed = config.gate.untimed.is_none();
+            let base = parbench::experiment::variant::base_of(variant);
             let seen = counted
-                .entry((config.family.clone(), variant.clone()))
+                .entry((config.family.clone(), base.to_string()))
                 .or_default();
             *seen |= timed;
+        }
+    }
+    // A FusedMM strategy is an option, not a variant: each one an algorithm offers is gated too.
+    let fusedmm_gate = parbench::experiment::config::load(&dir.join("fusedmm.yaml"), false)
+        .expect("the FusedMM gate workload");
+    for alg in fusedmm::algorithms() {
+        for strategy in alg.strategies() {
+            let listed = if alg.strategies().len() > 1 {
+                format!("{} strategy={}", alg.name(), strategy.name())
+            } else {
+                alg.name().to_string()
+            };
+            assert!(
+                fusedmm_gate.variants.contains(&listed),
+                "{listed} is not in experiments/gate/fusedmm.yaml"
+            );
         }
     }
     let mut missing = Vec::new();
@@ -368,7 +386,8 @@ fn every_registered_variant_is_counted_and_timed_by_a_gate_workload() {
 #[test]
 fn every_timed_gate_workload_gives_each_variant_a_same_run_partner() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/gate");
-    let files = parbench::exec::gate::experiment_files(&[dir]).expect("gate workloads");
+    let files =
+        parbench::exec::gate::experiment_files(std::slice::from_ref(&dir)).expect("gate workloads");
     let alone: Vec<String> = files
         .iter()
         .filter_map(|file| {

@@ -83,6 +83,54 @@ fn a_run_records_every_point_variant_and_repetition_and_its_claims_hold() {
 }
 
 #[test]
+fn a_variant_listed_with_its_own_option_runs_beside_the_plain_one_and_claims_compare_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = MOCK
+        .replace("[slow, fast]", "[slow, fast, fast speedup=4]")
+        .replace(
+            "  - { kind: slope,",
+            "  - { kind: ratio, name: the option speeds fast up, numerator: fast, denominator: fast speedup=4, at_least: 3.999, at_most: 4.001 }\n  - { kind: slope,",
+        );
+    let summary = run_mock(tmp.path(), &text);
+    assert_eq!(summary.rows.len(), 3 * 2 * 3 * 2);
+    for c in &summary.claims {
+        assert!(c.passed, "claim {} failed: {}", c.name, c.detail);
+    }
+    for r in summary
+        .rows
+        .iter()
+        .filter(|r| r.variant == "fast speedup=4")
+    {
+        let size = r.params["size"].as_f64().unwrap();
+        let threads = r.params["threads"].as_f64().unwrap();
+        assert_eq!(r.wall_time_s, size * 1e-5 / threads / 4.0, "{r:?}");
+        // The option changes the time, not the output: it agrees with the reference.
+        assert_eq!(r.equiv_rel_error, Some(0.0));
+        // The row's parameters are the point's: the option lives in the variant's name.
+        assert!(!r.params.contains_key("speedup"), "{r:?}");
+    }
+    // The same option set for every variant reads the same for `fast` at every point.
+    let swept = tmp.path().join("swept");
+    std::fs::create_dir(&swept).unwrap();
+    let every = run_mock(
+        &swept,
+        &MOCK.replace("params: { work: 1.0 }", "params: { work: 1.0, speedup: 4 }"),
+    );
+    let time = |rows: &[ResultRow], variant: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r.variant == variant)
+            .map(|r| r.wall_time_s)
+            .collect()
+    };
+    assert_eq!(
+        time(&every.rows, "fast"),
+        time(&summary.rows, "fast speedup=4")
+    );
+    // `slow` does not read it.
+    assert_eq!(time(&every.rows, "slow"), time(&summary.rows, "slow"));
+}
+
+#[test]
 fn a_variant_that_disagrees_fails_the_equivalence_claim() {
     let tmp = tempfile::tempdir().unwrap();
     let summary = run_mock(

@@ -21,7 +21,7 @@ params:
   replication: 1
 sweep:
   kernel: [sddmm, fusedmz, spmma]
-variants: [local, 2.5d-dense-replicate/none]
+variants: [local, 2.5d-dense-replicate]
 repetitions: 1
 ";
 
@@ -151,4 +151,143 @@ fn an_option_that_none_of_the_experiments_variants_reads_is_refused_where_it_is_
     let ok = dir.path().join("ok.yaml");
     std::fs::write(&ok, fixed).unwrap();
     assert!(parbench::experiment::plan::build(&ok, false, None).is_ok());
+}
+
+/// A mock sweep whose listed variants set options of their own (`fast speedup=4`), with one
+/// mistake on each line of the list but the first.
+const VARIANT_OPTION_MISTAKES: &str = "\
+name: variant_options
+paper: mock
+reproduces: none
+family: mock
+data: { source: synthetic, seed: 1 }
+params:
+  size: 10
+variants:
+  - fast speedup=4
+  - slow speedup=2
+  - fast sped=2
+  - fast speedup=x
+  - fast speedup=0
+  - fsat speedup=2
+  - fast 2
+repetitions: 1
+";
+
+#[test]
+fn every_mistake_in_a_variants_own_options_is_reported_at_its_list_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("options.yaml");
+    std::fs::write(&yaml, VARIANT_OPTION_MISTAKES).unwrap();
+    let Err(err) = parbench::experiment::plan::build(&yaml, false, None) else {
+        panic!("the plan is accepted despite six mistakes");
+    };
+    let err = err.to_string();
+    let at = |line: usize| format!("{}:{line}:5:", yaml.display());
+    let reported = |line: usize, says: &str| {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&at(line)) && l.contains(says)),
+            "line {line} should say {says:?}:\n{err}"
+        );
+    };
+    reported(10, "`speedup` is not an option of `slow`");
+    reported(11, "`sped` is no parameter, let alone an option of `fast`");
+    reported(12, "variant `fast speedup=x`: parameter `speedup`");
+    reported(
+        13,
+        "variant `fast speedup=0`: speedup must be positive, got 0",
+    );
+    reported(14, "unknown variant `fsat`");
+    reported(
+        15,
+        "`2` in variant `fast 2` is not an option setting `name=value`",
+    );
+    assert!(err.contains("options of `fast`: speedup"), "{err}");
+    assert!(err.contains("did you mean `fast`?"), "{err}");
+    assert!(err.contains("6 problems in"), "{err}");
+    assert!(!err.contains(&at(9)), "the valid item is reported:\n{err}");
+}
+
+#[test]
+fn an_option_set_for_every_variant_and_for_one_listed_variant_is_refused() {
+    let text = VARIANT_OPTION_MISTAKES
+        .split("  - slow")
+        .next()
+        .unwrap()
+        .replace("  size: 10\n", "  size: 10\n  speedup: 2\n")
+        + "repetitions: 1\n";
+    let Err(err) = parbench::experiment::plan::build_from_str(
+        &text,
+        std::path::Path::new("both.yaml"),
+        false,
+        None,
+    ) else {
+        panic!("the plan is accepted with `speedup` set twice:\n{text}");
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("both.yaml:10:5: `speedup` is set for every variant (in `params` or `sweep`) and for `fast speedup=4`"),
+        "{err}"
+    );
+    // Set in one place, it is a plan.
+    let once = text.replace("  speedup: 2\n", "");
+    assert!(parbench::experiment::plan::build_from_str(
+        &once,
+        std::path::Path::new("once.yaml"),
+        false,
+        None
+    )
+    .is_ok());
+}
+
+#[test]
+fn a_fusedmm_strategy_an_algorithm_does_not_offer_is_refused_at_its_variant() {
+    let text = "\
+name: strategies
+paper: mock
+reproduces: none
+family: fusedmm
+data: { source: synthetic, seed: 1 }
+params: { rows: 64, ranks: 4, kernel: fusedmma }
+variants:
+  - 1.5d-dense-shift strategy=fusion
+  - 1.5d-sparse-shift strategy=fusion
+  - 1d strategy=reuse
+repetitions: 1
+";
+    let Err(err) = parbench::experiment::plan::build_from_str(
+        text,
+        std::path::Path::new("s.yaml"),
+        false,
+        None,
+    ) else {
+        panic!("the plan is accepted");
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("s.yaml:9:5: variant `1.5d-sparse-shift strategy=fusion`: 1.5d-sparse-shift offers the strategies none, reuse, not fusion"),
+        "{err}"
+    );
+    assert!(
+        err.contains("s.yaml:10:5: `strategy` is not an option of `1d`"),
+        "{err}"
+    );
+    assert!(err.contains("2 problems in"), "{err}");
+    let fixed = text
+        .replace(
+            "shift strategy=fusion\n  - 1d",
+            "shift strategy=reuse\n  - 1d",
+        )
+        .replace("1d strategy=reuse", "1d");
+    assert!(
+        parbench::experiment::plan::build_from_str(
+            &fixed,
+            std::path::Path::new("ok.yaml"),
+            false,
+            None
+        )
+        .is_ok(),
+        "{fixed}"
+    );
 }

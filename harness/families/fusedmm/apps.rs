@@ -4,12 +4,13 @@
 //! the time split into the sparse kernels' compute, communication and setup and the rest.
 //!
 //! Variants are the backends: `serial` (the local kernels on the whole matrix: the equivalence
-//! reference) and every distributed `algorithm/strategy` of the `fusedmm` family (`1d`,
-//! `1.5d-dense-shift/fusion`, ...), on `ranks` in-process ranks with replication `replication`
-//! (`1d` always uses 1). The application is the parameter `app` (`als` or `gat`), so one
-//! experiment compares every backend on both, and a figure can put `app` on a categorical x.
-//! The strategy matters only to FusedMM calls: GAT has none (its softmax sits between the SDDMM
-//! and the SpMM), so its `/reuse` and `/fusion` variants are its `/none`.
+//! reference) and every distributed algorithm of the `fusedmm` family (`1d`,
+//! `1.5d-dense-shift`, ...) with its option `strategy` (`1.5d-dense-shift strategy=fusion`), on
+//! `ranks` in-process ranks with replication `replication` (`1d` always uses 1). The
+//! application is the parameter `app` (`als` or `gat`), so one experiment compares every
+//! backend on both, and a figure can put `app` on a categorical x. The strategy matters only to
+//! FusedMM calls: GAT has none (its softmax sits between the SDDMM and the SpMM), so there
+//! `strategy=reuse` and `strategy=fusion` run as `strategy=none`.
 //!
 //! Inputs, from the seed: ALS rates an Erdős-Rényi `rows x cols` matrix with `nnz_per_row`
 //! ratings a row, values in `(1, 5]`; GAT runs on an Erdős-Rényi (`generator: er`) or R-MAT
@@ -41,7 +42,7 @@
 //! also starts `ranks` threads and moves the words the cost model states.
 
 use crate::exec::bound::work_metrics;
-use crate::families::fusedmm::{grid_issues, with_words_sent};
+use crate::families::fusedmm::{grid_issues, strategy_issues, strategy_of, with_words_sent};
 use crate::families::params::{positive, Choice, PointIssue};
 use crate::family::{Measurement, PreparedInput, TypedFamily};
 use anyhow::{anyhow, Context, Result};
@@ -51,7 +52,7 @@ use fusedmm::apps::{KernelExecution, KernelTimes};
 use fusedmm::distributed::replication_for;
 use fusedmm::generate::{erdos_renyi, permute, random_permutation, rmat, RmatSpec};
 use fusedmm::kernels::{kernel_work, KernelShape};
-use fusedmm::{flops, Csr, Dense, Kernel, Par};
+use fusedmm::{flops, Csr, Dense, Kernel, Par, Strategy};
 use parbench_common::Work;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -128,6 +129,10 @@ crate::point_params! {
         heads: usize = 4,
         /// GAT input features per node
         features: usize = 32,
+        /// how the fused kernels treat the replicated matrix: none, reuse or fusion, where the
+        /// algorithm offers it
+        strategy for ["1.5d-dense-shift", "1.5d-sparse-shift", "2.5d-dense-replicate"]:
+            Choice<Strategy> = Choice(Strategy::NoElision),
     }
 }
 
@@ -322,7 +327,7 @@ impl TypedFamily for FusedmmAppsFamily {
         }
         let distributed: Vec<_> = variants
             .iter()
-            .filter_map(|v| fusedmm::distributed_variant(v).map(|(alg, _)| alg))
+            .filter_map(|v| fusedmm::distributed_variant(v))
             .collect();
         if distributed.is_empty() {
             return issues;
@@ -336,6 +341,7 @@ impl TypedFamily for FusedmmAppsFamily {
         if point.ranks > 0 && (point.replication > 0 || !replicated) {
             issues.extend(grid_issues(variants, point.ranks, point.replication, false));
         }
+        issues.extend(strategy_issues(variants, *point.strategy));
         issues
     }
 
@@ -373,12 +379,12 @@ impl TypedFamily for FusedmmAppsFamily {
         };
         let backend = match &parsed {
             None => KernelExecution::Serial(par),
-            Some((alg, strategy)) => {
+            Some(alg) => {
                 let p = point.ranks;
                 let c = replication_for(*alg, point.replication);
                 KernelExecution::Distributed {
                     algorithm: *alg,
-                    strategy: *strategy,
+                    strategy: strategy_of(*alg, *point.strategy),
                     p,
                     c,
                     par,
@@ -517,15 +523,9 @@ mod tests {
         let v = variants();
         assert_eq!(v[0], SERIAL);
         assert!(v.contains(&"1d"));
-        assert!(v.contains(&"1.5d-dense-shift/fusion"));
+        assert!(v.contains(&"1.5d-dense-shift"));
         assert!(!v.contains(&"local") && !v.contains(&"local-unfused"));
-        assert_eq!(
-            v.len(),
-            1 + fusedmm::algorithms()
-                .iter()
-                .map(|a| a.strategies().len())
-                .sum::<usize>()
-        );
+        assert_eq!(v.len(), 1 + fusedmm::algorithms().len());
     }
 
     #[test]
@@ -569,7 +569,7 @@ mod tests {
             ..Default::default()
         };
         assert!(check(&gat, &[SERIAL, "1d"]).is_empty());
-        let issues = check(&gat, &[SERIAL, "1d", "1.5d-dense-shift/none"]);
+        let issues = check(&gat, &[SERIAL, "1d", "1.5d-dense-shift"]);
         assert_eq!(issues.len(), 1, "{issues:?}");
         assert_eq!(issues[0].keys, ["replication", "ranks"]);
         assert!(
@@ -588,7 +588,7 @@ mod tests {
                 heads: 0,
                 ..gat.clone()
             },
-            &["1.5d-dense-shift/none"],
+            &["1.5d-dense-shift"],
         );
         let keys: Vec<&[&str]> = issues.iter().map(|i| i.keys.as_slice()).collect();
         assert_eq!(keys, [&["heads"][..], &["replication"][..]]);
@@ -617,10 +617,7 @@ mod tests {
             ..Default::default()
         };
         let input = family.prepare(&p, None, 1).unwrap();
-        let err = family
-            .run("1.5d-dense-shift/none", &input, &p, 1)
-            .err()
-            .unwrap();
+        let err = family.run("1.5d-dense-shift", &input, &p, 1).err().unwrap();
         assert!(format!("{err:#}").contains("1.5d-dense-shift"), "{err:#}");
     }
 }

@@ -4,8 +4,10 @@
 //! phase, next to the cost model's prediction.
 //!
 //! Variants are the crate's ([`fusedmm::variant_names`], derived from its registry of
-//! algorithms): `algorithm/strategy` (`1.5d-dense-shift/reuse`), `1d` (the paper's baseline,
-//! which has one strategy), `local` (the serial kernel on the whole matrix: the equivalence
+//! algorithms): each distributed algorithm (`1.5d-dense-shift`), whose strategy is its option
+//! `strategy` (`none`, `reuse` or `fusion` where the algorithm offers it; listed as
+//! `1.5d-dense-shift strategy=reuse`), `1d` (the paper's baseline, which has one strategy),
+//! `local` (the serial kernel on the whole matrix: the equivalence
 //! reference, communicating nothing; for FusedMMA/B the fused local kernel, which never stores
 //! `R`) and `local-unfused` (the same, but FusedMMA/B as two calls: SDDMM storing `R`, then
 //! SpMMA/SpMMB reading it; the other kernels are the same as `local`). The local variants time
@@ -130,7 +132,48 @@ crate::point_params! {
         weak_scaling: Choice<WeakScaling> = Choice(WeakScaling::None),
         /// randomly permute rows and columns of S
         permute: bool = true,
+        /// how a fused kernel treats the replicated matrix: none (no elision), reuse
+        /// (replication reuse) or fusion (local kernel fusion), where the algorithm offers it
+        strategy for ["1.5d-dense-shift", "1.5d-sparse-shift", "2.5d-dense-replicate"]:
+            Choice<Strategy> = Choice(Strategy::NoElision),
     }
+}
+
+/// The strategy `alg` runs with when a point asks for `asked`: an algorithm with one strategy
+/// does not read the option (it is not among the readers of `strategy`) and runs its own.
+pub fn strategy_of(alg: &dyn DistAlgorithm, asked: Strategy) -> Strategy {
+    match alg.strategies() {
+        [only] => *only,
+        _ => asked,
+    }
+}
+
+/// Each distributed variant among `variants` that reads `strategy` but does not offer `asked`.
+pub fn strategy_issues(variants: &[String], asked: Strategy) -> Vec<PointIssue> {
+    variants
+        .iter()
+        .filter_map(|v| fusedmm::distributed_variant(v))
+        .filter(|alg| !alg.strategies().contains(&strategy_of(*alg, asked)))
+        .map(|alg| {
+            let offered: Vec<&str> = alg.strategies().iter().map(|s| s.name()).collect();
+            PointIssue::new(
+                &["strategy"],
+                format!(
+                    "{} offers the strategies {}, not {}",
+                    alg.name(),
+                    offered.join(", "),
+                    asked.name()
+                ),
+                format!(
+                    "set `strategy` on the variants that offer it (`{} strategy={}`), \
+                     or choose one of {}",
+                    alg.name(),
+                    offered[0],
+                    offered.join(", ")
+                ),
+            )
+        })
+        .collect()
 }
 
 impl FusedmmPoint {
@@ -167,33 +210,21 @@ impl FusedmmPoint {
 /// whether `p` ranks at replication `c` (1 for an algorithm that does not replicate, see
 /// [`replication_for`]; 0 = every valid c is tried, so one must exist) form its grid, as the
 /// algorithm itself checks it ([`DistAlgorithm::check_grid`]).
-/// One issue per algorithm that cannot run, naming its variants; `best_c`: whether the family
-/// takes `replication: 0` (the help then offers it).
+/// One issue per algorithm that cannot run; `best_c`: whether the family takes
+/// `replication: 0` (the help then offers it).
 pub fn grid_issues(
     variants: &[String],
     p: usize,
     replication: usize,
     best_c: bool,
 ) -> Vec<PointIssue> {
-    // Algorithms in the order the variants name them, each with its variants.
-    let mut algs: Vec<(&dyn DistAlgorithm, Vec<&str>)> = Vec::new();
-    for v in variants {
-        let Some((alg, _)) = fusedmm::distributed_variant(v) else {
-            continue;
-        };
-        match algs.iter_mut().find(|(a, _)| a.name() == alg.name()) {
-            Some((_, vs)) => vs.push(v),
-            None => algs.push((alg, vec![v])),
-        }
-    }
     let mut issues = Vec::new();
-    for (alg, names) in algs {
+    for alg in variants
+        .iter()
+        .filter_map(|v| fusedmm::distributed_variant(v))
+    {
         let c = replication_for(alg, replication);
-        let which = format!(
-            "variant{} {}",
-            if names.len() > 1 { "s" } else { "" },
-            names.join(", ")
-        );
+        let which = format!("variant {}", alg.name());
         if c == 0 {
             // Best c: every valid c is tried, so one must exist.
             let any = fusedmm::distributed::divisors(p)
@@ -202,14 +233,8 @@ pub fn grid_issues(
             if !any {
                 issues.push(PointIssue::new(
                     &["ranks", "replication"],
-                    format!(
-                        "{which}: {} has no valid replication factor for p = {p} ranks",
-                        alg.name()
-                    ),
-                    format!(
-                        "choose ranks for which {} has a grid, or drop {which}",
-                        alg.name()
-                    ),
+                    format!("{which} has no valid replication factor for p = {p} ranks"),
+                    format!("choose ranks for which it has a grid, or drop {which}"),
                 ));
             }
         } else if let Err(e) = alg.check_grid(p, c) {
@@ -561,6 +586,7 @@ impl TypedFamily for FusedmmFamily {
         if point.ranks > 0 {
             issues.extend(grid_issues(variants, point.ranks, point.replication, true));
         }
+        issues.extend(strategy_issues(variants, *point.strategy));
         issues
     }
 
@@ -795,10 +821,9 @@ impl FusedmmFamily {
                     trace: Vec::new(),
                 }));
             }
-            Some(Variant::Distributed {
-                algorithm,
-                strategy,
-            }) => (algorithm, strategy),
+            Some(Variant::Distributed { algorithm }) => {
+                (algorithm, strategy_of(algorithm, *point.strategy))
+            }
             None => bail!("unknown fusedmm variant {variant}"),
         };
         let p = point.ranks;
@@ -931,6 +956,49 @@ mod tests {
     use crate::families::params::PointParams;
     use crate::family::Value;
 
+    #[test]
+    fn strategy_is_read_by_exactly_the_algorithms_that_offer_more_than_one() {
+        let offering: Vec<&str> = fusedmm::algorithms()
+            .iter()
+            .filter(|a| a.strategies().len() > 1)
+            .map(|a| a.name())
+            .collect();
+        for specs in [
+            FusedmmPoint::specs(),
+            crate::families::fusedmm::apps::FusedmmAppsPoint::specs(),
+        ] {
+            let strategy = specs
+                .iter()
+                .find(|s| s.name == "strategy")
+                .expect("strategy");
+            assert_eq!(strategy.read_by.as_deref(), Some(offering.as_slice()));
+        }
+        // The others run their own one strategy whatever a point asks.
+        let one_d = fusedmm::algorithm("1d").expect("1d");
+        assert_eq!(
+            strategy_of(one_d, Strategy::LocalKernelFusion),
+            Strategy::NoElision
+        );
+        let dense = fusedmm::algorithm("1.5d-dense-shift").expect("dense shift");
+        assert_eq!(
+            strategy_of(dense, Strategy::LocalKernelFusion),
+            Strategy::LocalKernelFusion
+        );
+    }
+
+    #[test]
+    fn a_strategy_an_algorithm_does_not_offer_is_an_issue_naming_what_it_offers() {
+        let variants = ["local", "1d", "1.5d-dense-shift", "1.5d-sparse-shift"].map(String::from);
+        assert!(strategy_issues(&variants, Strategy::ReplicationReuse).is_empty());
+        let issues = strategy_issues(&variants, Strategy::LocalKernelFusion);
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].keys, ["strategy"]);
+        assert_eq!(
+            issues[0].message,
+            "1.5d-sparse-shift offers the strategies none, reuse, not fusion"
+        );
+    }
+
     fn check(point: &FusedmmPoint, variants: &[&str]) -> Vec<PointIssue> {
         let variants: Vec<String> = variants.iter().map(|v| v.to_string()).collect();
         FusedmmFamily.check(point, &variants)
@@ -1017,24 +1085,14 @@ mod tests {
             replication: 1,
             ..Default::default()
         };
-        let issues = check(
-            &point,
-            &[
-                LOCAL,
-                "1.5d-dense-shift/none",
-                "2.5d-dense-replicate/none",
-                "2.5d-dense-replicate/reuse",
-            ],
-        );
+        let issues = check(&point, &[LOCAL, "1.5d-dense-shift", "2.5d-dense-replicate"]);
         assert_eq!(issues.len(), 1, "{issues:?}");
         let issue = &issues[0];
         assert_eq!(issue.keys, ["replication", "ranks"]);
         assert!(issue.message.contains("2.5d-dense-replicate"), "{issue}");
         assert!(issue.message.contains("perfect square"), "{issue}");
         assert!(
-            issue
-                .message
-                .contains("2.5d-dense-replicate/none, 2.5d-dense-replicate/reuse"),
+            issue.message.contains("variant 2.5d-dense-replicate:"),
             "{issue}"
         );
         assert!(issue.help.contains("one of 2, 8"), "{}", issue.help);
@@ -1069,7 +1127,7 @@ mod tests {
                 replication: 3,
                 ..point
             },
-            &["1.5d-sparse-shift/none"],
+            &["1.5d-sparse-shift"],
         );
         assert_eq!(issues.len(), 1);
         assert!(
@@ -1151,14 +1209,21 @@ mod tests {
             };
             let input = FusedmmFamily.prepare(&point, None, 5).unwrap();
             let local = FusedmmFamily.run(LOCAL, &input, &point, 1).unwrap();
-            let dist = FusedmmFamily
-                .run("1.5d-dense-shift/none", &input, &point, 1)
-                .unwrap();
-            assert_eq!(dist.metrics["replication_used"], 1.0);
-            assert_eq!(local.output.len(), dist.output.len());
-            let scale = local.output.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-            for (a, b) in local.output.iter().zip(&dist.output) {
-                assert!((a - b).abs() <= 1e-12 * scale, "{kernel:?}");
+            // Every strategy the algorithm offers, read from the point.
+            for strategy in Strategy::ALL {
+                let point = FusedmmPoint {
+                    strategy: Choice(strategy),
+                    ..point.clone()
+                };
+                let dist = FusedmmFamily
+                    .run("1.5d-dense-shift", &input, &point, 1)
+                    .unwrap();
+                assert_eq!(dist.metrics["replication_used"], 1.0);
+                assert_eq!(local.output.len(), dist.output.len());
+                let scale = local.output.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+                for (a, b) in local.output.iter().zip(&dist.output) {
+                    assert!((a - b).abs() <= 1e-12 * scale, "{kernel:?} {strategy:?}");
+                }
             }
             assert_eq!(FusedmmFamily.processes(&point, 1).unwrap(), 4);
         }

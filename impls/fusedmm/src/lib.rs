@@ -144,12 +144,6 @@ pub trait DistAlgorithm: Sync {
         true
     }
 
-    /// The name of the variant that runs this algorithm with `strategy`, as experiments and
-    /// `parbench list` spell it. Default: `algorithm/strategy` (`1.5d-dense-shift/reuse`).
-    fn variant_name(&self, strategy: Strategy) -> String {
-        format!("{}/{}", self.name(), strategy.name())
-    }
-
     /// The words and messages every rank sends, per phase, when `kernel` runs with `strategy`
     /// on `shape` (paper Section V; see [`cost_model`]). Called through
     /// [`cost_model::predict`], which checks the grid and the strategy first. Default: `None`,
@@ -195,7 +189,8 @@ pub fn algorithm_names() -> Vec<&'static str> {
 }
 
 /// One way of running a kernel that experiments name: the serial kernels on the whole problem,
-/// or a distributed algorithm with one strategy.
+/// or a distributed algorithm (whose strategy is a setting of the run, not part of the name:
+/// [`DistAlgorithm::strategies`] lists those it offers).
 #[derive(Clone, Copy)]
 pub enum Variant {
     /// The serial kernels on the whole problem ([`local`]): `local` with the fused FusedMMA/B
@@ -207,12 +202,10 @@ pub enum Variant {
         /// How the gathering kernels are compiled.
         codegen: Codegen,
     },
-    /// A distributed algorithm with one of its strategies.
+    /// A distributed algorithm.
     Distributed {
         /// The algorithm.
         algorithm: &'static dyn DistAlgorithm,
-        /// The strategy its fused kernels use.
-        strategy: Strategy,
     },
 }
 
@@ -224,33 +217,26 @@ impl std::fmt::Debug for Variant {
                 .field("fused", fused)
                 .field("codegen", codegen)
                 .finish(),
-            Variant::Distributed {
-                algorithm,
-                strategy,
-            } => f
+            Variant::Distributed { algorithm } => f
                 .debug_struct("Distributed")
                 .field("algorithm", &algorithm.name())
-                .field("strategy", strategy)
                 .finish(),
         }
     }
 }
 
 impl Variant {
-    /// The algorithm and strategy of a distributed variant, `None` for a local one.
-    pub fn distributed(self) -> Option<(&'static dyn DistAlgorithm, Strategy)> {
+    /// The algorithm of a distributed variant, `None` for a local one.
+    pub fn distributed(self) -> Option<&'static dyn DistAlgorithm> {
         match self {
             Variant::Local { .. } => None,
-            Variant::Distributed {
-                algorithm,
-                strategy,
-            } => Some((algorithm, strategy)),
+            Variant::Distributed { algorithm } => Some(algorithm),
         }
     }
 }
 
 /// Every variant with its name, built once: the local ones, then every algorithm of
-/// [`algorithms`] with each strategy it offers ([`DistAlgorithm::variant_name`]).
+/// [`algorithms`] under its own name.
 fn named_variants() -> &'static [(String, Variant)] {
     static ALL: OnceLock<Vec<(String, Variant)>> = OnceLock::new();
     ALL.get_or_init(|| {
@@ -278,23 +264,17 @@ fn named_variants() -> &'static [(String, Variant)] {
             ),
         ];
         for &algorithm in algorithms() {
-            for &strategy in algorithm.strategies() {
-                all.push((
-                    algorithm.variant_name(strategy),
-                    Variant::Distributed {
-                        algorithm,
-                        strategy,
-                    },
-                ));
-            }
+            all.push((
+                algorithm.name().to_string(),
+                Variant::Distributed { algorithm },
+            ));
         }
         all
     })
 }
 
 /// Names of every variant, in the order the tables list them: `local`, `local-unfused`,
-/// `local-autovec`, then
-/// each algorithm with each strategy it offers (`1d`, `1.5d-dense-shift/none`, ...).
+/// `local-autovec`, then every algorithm (`1d`, `1.5d-dense-shift`, ...).
 pub fn variant_names() -> Vec<&'static str> {
     named_variants().iter().map(|(n, _)| n.as_str()).collect()
 }
@@ -307,8 +287,8 @@ pub fn variant(name: &str) -> Option<Variant> {
         .map(|&(_, v)| v)
 }
 
-/// The algorithm and strategy of the distributed variant called `name` (`None` for a local
-/// variant or an unknown name).
-pub fn distributed_variant(name: &str) -> Option<(&'static dyn DistAlgorithm, Strategy)> {
+/// The algorithm of the distributed variant called `name` (`None` for a local variant or an
+/// unknown name).
+pub fn distributed_variant(name: &str) -> Option<&'static dyn DistAlgorithm> {
     variant(name).and_then(Variant::distributed)
 }

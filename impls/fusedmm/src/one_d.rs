@@ -49,11 +49,6 @@ impl DistAlgorithm for OneD {
         false
     }
 
-    /// Its one strategy needs no name: the variant is `1d`.
-    fn variant_name(&self, _strategy: Strategy) -> String {
-        self.name().to_string()
-    }
-
     /// `G = (p - 1) n r / p` words in `p - 1` messages: a ring all-gather of `B` (or
     /// reduce-scatter of the SpMMB output) over all ranks, once per pass.
     fn cost(&self, kernel: Kernel, _strategy: Strategy, s: Shape) -> Option<Cost> {

@@ -70,7 +70,7 @@ impl std::fmt::Debug for KernelExecution<'_> {
 }
 
 impl KernelExecution<'_> {
-    /// A label: `serial` or `1.5d-dense-shift/reuse p=4 c=2`.
+    /// A label: `serial` or `1.5d-dense-shift strategy=reuse p=4 c=2`.
     pub fn name(&self) -> String {
         match self {
             KernelExecution::Serial(_) => "serial".to_string(),
