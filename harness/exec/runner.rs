@@ -397,15 +397,22 @@ pub fn summary_table(name: &str, rows: &[ResultRow], claims: &[ClaimOutcome]) ->
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "== {name} ==");
+    // As wide as the longest variant: a listed one carries its settings (`async delta=sparse`).
+    let width = rows
+        .iter()
+        .map(|r| r.variant.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(12);
     let _ = writeln!(
         s,
-        "{:<48} {:<12} {:>12} {:>12} {:>10} {:>8} {:>10}",
+        "{:<48} {:<width$} {:>12} {:>12} {:>10} {:>8} {:>10}",
         "point", "variant", "median s", "min-max s", "GFLOP/s", "% bound", "rel err"
     );
     for v in crate::analysis::summary::summarize(rows) {
         let _ = writeln!(
             s,
-            "{:<48} {:<12} {:>12.6} {:>12} {:>10} {:>8} {:>10}",
+            "{:<48} {:<width$} {:>12.6} {:>12} {:>10} {:>8} {:>10}",
             truncate(&describe(&v.params), 48),
             v.variant,
             v.median_s,
