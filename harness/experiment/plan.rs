@@ -301,6 +301,19 @@ fn nearest<'n>(word: &str, names: &[&'n str]) -> Option<&'n str> {
         .map(|(_, n)| n)
 }
 
+/// The family's variants the listed ones run, each once however many settings of it are
+/// listed (`1.5d-dense-shift strategy=fusion` runs `1.5d-dense-shift`): what an option's
+/// `for [..]` readers name and what a family checks a point for.
+fn bases_of(listed: &[String]) -> Vec<&str> {
+    let mut bases: Vec<&str> = Vec::new();
+    for base in listed.iter().map(|v| base_of(v)) {
+        if !bases.contains(&base) {
+            bases.push(base);
+        }
+    }
+    bases
+}
+
 /// How to fix an invalid value of a parameter: its choices (and the one `value` is likely a
 /// typo of), else its help and default.
 fn value_help(spec: &ParamSpec, value: &Value) -> String {
@@ -404,9 +417,7 @@ impl<'a> Validator<'a> {
         });
         self.check_peer_decls(config, family);
         let variants: Vec<&str> = config.variants.iter().map(String::as_str).collect();
-        // The family's variants the listed ones run (`1.5d-dense-shift strategy=fusion` runs
-        // `1.5d-dense-shift`): what an option's `for [..]` readers name.
-        let bases: Vec<&str> = variants.iter().map(|v| base_of(v)).collect();
+        let bases = bases_of(&config.variants);
 
         let path = self.variants_path();
         self.check_variants(&config.variants, &path, family_variants.as_deref());
@@ -475,7 +486,7 @@ impl<'a> Validator<'a> {
         if !self.quick {
             if let Some(q) = self.quick_cfg {
                 let quick_variants: Vec<&str> = match &q.variants {
-                    Some(v) => v.iter().map(|v| base_of(v)).collect(),
+                    Some(v) => bases_of(v),
                     None => bases.clone(),
                 };
                 for (key, value) in &q.params {
@@ -612,13 +623,10 @@ impl<'a> Validator<'a> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         };
-        // Each family variant once, however many settings of it are listed.
-        let mut bases: Vec<String> = Vec::new();
-        for base in config.variants.iter().map(|v| base_of(v).to_string()) {
-            if !bases.contains(&base) {
-                bases.push(base);
-            }
-        }
+        let bases: Vec<String> = bases_of(&config.variants)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         let with_options: Vec<(&String, Params)> = config
             .variants
             .iter()
