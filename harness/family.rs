@@ -229,7 +229,10 @@ pub trait Family: Send + Sync {
         point: &TypedPoint,
     ) -> anyhow::Result<Vec<crate::families::params::PointIssue>>;
     /// Builds the input for one point: generates synthetic data from the point's parameters and
-    /// `seed`, or loads `dataset`.
+    /// `seed`, or loads `dataset`. The input is built once per point and shared by every listed
+    /// variant, so it must depend only on parameters every variant sees alike: an option a
+    /// listed variant sets for itself (`async non_blocking=true`) reaches `run` through its own
+    /// typed point, never the input.
     fn prepare(
         &self,
         point: &TypedPoint,

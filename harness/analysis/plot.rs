@@ -29,7 +29,7 @@
 //! plot when there is none. A filter value `max` or `min` on a numeric parameter stands for the
 //! largest or smallest value the selected rows hold (the same figure fits quick and full runs).
 
-use crate::experiment::config::{FigureConfig, FigureKind, SpeedupBase};
+use crate::experiment::config::{FigureConfig, FigureKind, FilterValue, SpeedupBase};
 use crate::family::{Params, ResultRow, TraceRow, Value};
 use crate::util::column::{Column, PARAM_PREFIX};
 use crate::util::stats::median;
@@ -274,18 +274,18 @@ fn with_resolved_filter<'r>(
     fig: &FigureConfig,
     rows: impl Iterator<Item = (&'r str, &'r Params)> + Clone,
 ) -> FigureConfig {
-    let extremes: Vec<&str> = fig
+    let extremes: Vec<(&str, bool)> = fig
         .filter
         .iter()
-        .filter(|(key, v)| *key != "variant" && matches!(v.as_str(), Some("max" | "min")))
-        .map(|(key, _)| key.as_str())
+        .filter(|(key, _)| *key != "variant")
+        .filter_map(|(key, v)| Some((key.as_str(), v.extreme()?)))
         .collect();
+    let keys: Vec<&str> = extremes.iter().map(|(key, _)| *key).collect();
     let mut resolved = fig.clone();
-    for key in &extremes {
-        let largest = fig.filter[*key].as_str() == Some("max");
+    for &(key, largest) in &extremes {
         let best = rows
             .clone()
-            .filter(|(variant, params)| passes_filter_on(variant, params, &fig.filter, &extremes))
+            .filter(|(variant, params)| passes_filter_on(variant, params, &fig.filter, &keys))
             .filter_map(|(_, params)| param_in(params, key))
             .filter_map(|v| v.as_f64().map(|f| (f, v)))
             .reduce(|a, b| {
@@ -296,14 +296,17 @@ fn with_resolved_filter<'r>(
                 }
             });
         if let Some((_, value)) = best {
-            resolved.filter.insert(key.to_string(), value.clone());
+            resolved
+                .filter
+                .insert(key.to_string(), FilterValue::One(value.clone()));
         }
     }
     resolved
 }
 
-/// Whether a row passes a figure's filter (`variant` or parameters), skipping `except`.
-fn passes_filter(row: &ResultRow, filter: &BTreeMap<String, Value>, except: &[&str]) -> bool {
+/// Whether a row passes a figure's filter (`variant` or parameters, each equal to the value or
+/// to one of the list), skipping `except`.
+fn passes_filter(row: &ResultRow, filter: &BTreeMap<String, FilterValue>, except: &[&str]) -> bool {
     passes_filter_on(&row.variant, &row.params, filter, except)
 }
 
@@ -311,18 +314,20 @@ fn passes_filter(row: &ResultRow, filter: &BTreeMap<String, Value>, except: &[&s
 fn passes_filter_on(
     variant: &str,
     params: &Params,
-    filter: &BTreeMap<String, Value>,
+    filter: &BTreeMap<String, FilterValue>,
     except: &[&str],
 ) -> bool {
     filter
         .iter()
         .filter(|(key, _)| !except.contains(&key.as_str()))
-        .all(|(key, want)| {
-            if key == "variant" {
-                want.as_str() == Some(variant) || want.to_string() == variant
-            } else {
-                param_in(params, key).is_some_and(|have| have.same_as(want))
-            }
+        .all(|(key, wanted)| {
+            wanted.values().iter().any(|want| {
+                if key == "variant" {
+                    want.as_str() == Some(variant) || want.to_string() == variant
+                } else {
+                    param_in(params, key).is_some_and(|have| have.same_as(want))
+                }
+            })
         })
 }
 
@@ -787,7 +792,7 @@ fn unique<'a, T: PartialEq + 'a>(items: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
-fn describe_filter(filter: &BTreeMap<String, Value>) -> String {
+fn describe_filter(filter: &BTreeMap<String, FilterValue>) -> String {
     if filter.is_empty() {
         return "{} (no filter)".to_string();
     }
@@ -1661,8 +1666,14 @@ mod tests {
             y: "wall_time_s".into(),
             series: "variant".into(),
             filter: BTreeMap::from([
-                ("rows".to_string(), Value::Str("max".into())),
-                ("variant".to_string(), Value::Str("a".into())),
+                (
+                    "rows".to_string(),
+                    FilterValue::One(Value::Str("max".into())),
+                ),
+                (
+                    "variant".to_string(),
+                    FilterValue::One(Value::Str("a".into())),
+                ),
             ]),
             speedup_over: None,
             log_x: false,
@@ -1673,13 +1684,52 @@ mod tests {
         let params = |rows: i64| Params::from([("rows".to_string(), Value::Int(rows))]);
         let rows = [("a", params(256)), ("a", params(512)), ("b", params(4096))];
         let resolved = with_resolved_filter(&fig, rows.iter().map(|(v, p)| (*v, p)));
-        assert_eq!(resolved.filter["rows"], Value::Int(512));
+        assert_eq!(resolved.filter["rows"], FilterValue::One(Value::Int(512)));
         let mut smallest = fig.clone();
-        smallest
-            .filter
-            .insert("rows".to_string(), Value::Str("min".into()));
+        smallest.filter.insert(
+            "rows".to_string(),
+            FilterValue::One(Value::Str("min".into())),
+        );
         let resolved = with_resolved_filter(&smallest, rows.iter().map(|(v, p)| (*v, p)));
-        assert_eq!(resolved.filter["rows"], Value::Int(256));
+        assert_eq!(resolved.filter["rows"], FilterValue::One(Value::Int(256)));
+        // Over two variants the largest is the other's; in a list `max` is a plain word.
+        let mut both = fig.clone();
+        both.filter.insert(
+            "variant".to_string(),
+            FilterValue::AnyOf(vec![Value::Str("a".into()), Value::Str("b".into())]),
+        );
+        let resolved = with_resolved_filter(&both, rows.iter().map(|(v, p)| (*v, p)));
+        assert_eq!(resolved.filter["rows"], FilterValue::One(Value::Int(4096)));
+        let listed = FilterValue::AnyOf(vec![Value::Str("max".into())]);
+        assert_eq!(listed.extreme(), None);
+    }
+
+    #[test]
+    fn a_list_in_a_filter_keeps_rows_equal_to_any_of_its_values() {
+        let filter = BTreeMap::from([
+            (
+                "variant".to_string(),
+                FilterValue::AnyOf(vec![
+                    Value::Str("sync".into()),
+                    Value::Str("async non_blocking=true".into()),
+                ]),
+            ),
+            (
+                "threads".to_string(),
+                FilterValue::AnyOf(vec![Value::Int(1), Value::Float(4.0)]),
+            ),
+        ]);
+        let at = |threads: i64| Params::from([("threads".to_string(), Value::Int(threads))]);
+        let passes =
+            |variant: &str, threads: i64| passes_filter_on(variant, &at(threads), &filter, &[]);
+        assert!(passes("sync", 1));
+        assert!(passes("async non_blocking=true", 4));
+        assert!(!passes("async non_blocking=false", 1));
+        assert!(!passes("sync", 2));
+        // An empty list keeps nothing; a key left out by `except` keeps everything.
+        let empty = BTreeMap::from([("threads".to_string(), FilterValue::AnyOf(vec![]))]);
+        assert!(!passes_filter_on("sync", &at(1), &empty, &[]));
+        assert!(passes_filter_on("sync", &at(1), &empty, &["threads"]));
     }
 
     fn data(points: &[(f64, f64)]) -> FigureData {

@@ -177,6 +177,45 @@ pub struct EquivalenceConfig {
     pub rel_tol: f64,
 }
 
+/// A figure filter's value for one key: a value, or a list of values a row's may be any of.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FilterValue {
+    AnyOf(Vec<Value>),
+    One(Value),
+}
+
+impl FilterValue {
+    /// The values a row may have.
+    pub fn values(&self) -> &[Value] {
+        match self {
+            FilterValue::AnyOf(values) => values,
+            FilterValue::One(value) => std::slice::from_ref(value),
+        }
+    }
+
+    /// `Some(true)` for `max`, `Some(false)` for `min` (a single value, not in a list).
+    pub fn extreme(&self) -> Option<bool> {
+        match self {
+            FilterValue::One(Value::Str(s)) if s == "max" => Some(true),
+            FilterValue::One(Value::Str(s)) if s == "min" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for FilterValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FilterValue::One(value) => write!(f, "{value}"),
+            FilterValue::AnyOf(values) => {
+                let parts: Vec<String> = values.iter().map(Value::to_string).collect();
+                write!(f, "[{}]", parts.join(", "))
+            }
+        }
+    }
+}
+
 /// One figure: a line per series, min-max band (or error bars) over repetitions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -195,11 +234,12 @@ pub struct FigureConfig {
     /// `variant` (default) or a parameter name (one line per value of it).
     #[serde(default = "default_series")]
     pub series: String,
-    /// Keep only rows whose parameters (or `variant`) equal these values; `max` or `min` for a
-    /// numeric parameter keeps the rows at its largest or smallest value in the run (the quick and
-    /// the full sweep then share one figure spec).
+    /// Keep only rows whose parameters (or `variant`) equal these values, or any value of a list
+    /// (`variant: [sync, async non_blocking=true]`); `max` or `min` for a numeric parameter keeps
+    /// the rows at its largest or smallest value in the run (the quick and the full sweep then
+    /// share one figure spec).
     #[serde(default)]
-    pub filter: BTreeMap<String, Value>,
+    pub filter: BTreeMap<String, FilterValue>,
     /// Plot `reference / value` instead of the value: a speedup over another variant at the same
     /// point (`speedup_over: {variant: sparse}`) or over the series' own point with x at a given
     /// value (`speedup_over: {x: 1}`, strong scaling).

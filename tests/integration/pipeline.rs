@@ -90,8 +90,16 @@ fn a_variant_listed_with_its_own_option_runs_beside_the_plain_one_and_claims_com
         .replace(
             "  - { kind: slope,",
             "  - { kind: ratio, name: the option speeds fast up, numerator: fast, denominator: fast speedup=4, at_least: 3.999, at_most: 4.001 }\n  - { kind: slope,",
+        )
+        .replace(
+            "claims:\n",
+            "  - { name: fast_both_ways, title: \"fast two ways\", x: size, y: wall_time_s, filter: { variant: [fast, fast speedup=4] } }\nclaims:\n",
         );
     let summary = run_mock(tmp.path(), &text);
+    // A filter listing two of the three variants draws those two.
+    let svg = std::fs::read_to_string(tmp.path().join("run/figures/fast_both_ways.svg")).unwrap();
+    assert!(svg.contains("fast speedup=4"), "{svg}");
+    assert!(!svg.contains("slow"), "{svg}");
     assert_eq!(summary.rows.len(), 3 * 2 * 3 * 2);
     for c in &summary.claims {
         assert!(c.passed, "claim {} failed: {}", c.name, c.detail);

@@ -291,3 +291,74 @@ repetitions: 1
         "{fixed}"
     );
 }
+
+/// Figure filters may list values; a list naming a variant not run, an empty list and `max`
+/// inside a list are each reported at their place.
+const FILTER_LIST_MISTAKES: &str = "\
+name: filter_lists
+paper: mock
+reproduces: none
+family: mock
+data: { source: synthetic, seed: 1 }
+sweep:
+  size: [10, 20]
+variants: [slow, fast, fast speedup=4]
+repetitions: 1
+figures:
+  - name: good
+    title: two of three variants
+    x: size
+    y: wall_time_s
+    filter: { variant: [slow, fast speedup=4], size: [10, 20] }
+  - name: bad
+    title: three mistakes
+    x: size
+    y: wall_time_s
+    filter: { variant: [slow, fats], size: [], threads: [max, 1] }
+";
+
+#[test]
+fn a_figure_filter_list_with_an_unknown_variant_no_value_or_max_is_refused() {
+    let Err(err) = parbench::experiment::plan::build_from_str(
+        FILTER_LIST_MISTAKES,
+        std::path::Path::new("lists.yaml"),
+        false,
+        None,
+    ) else {
+        panic!("the plan is accepted despite three mistakes");
+    };
+    let err = err.to_string();
+    let reported = |at: &str, says: &str| {
+        assert!(
+            err.lines().any(|l| l.starts_with(at) && l.contains(says)),
+            "{at} should say {says:?}:\n{err}"
+        );
+    };
+    reported(
+        "lists.yaml:20:31:",
+        "figure `bad`: filter on variant `fats`, which is not run",
+    );
+    reported(
+        "lists.yaml:20:38:",
+        "figure `bad`: filter on `size` has an empty list, which keeps no row",
+    );
+    reported(
+        "lists.yaml:20:48:",
+        "figure `bad`: filter on `threads` has `max` or `min` inside a list",
+    );
+    assert!(err.contains("3 problems in"), "{err}");
+    assert!(!err.contains("figure `good`"), "{err}");
+    // Without the bad figure, the lists are a plan.
+    let good = FILTER_LIST_MISTAKES
+        .split("  - name: bad")
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(parbench::experiment::plan::build_from_str(
+        &good,
+        std::path::Path::new("good.yaml"),
+        false,
+        None
+    )
+    .is_ok());
+}

@@ -2,7 +2,7 @@
 //! bands, speedups) are the ones the rows imply.
 
 use parbench::analysis::plot::{figure_series, plot_all, plot_figure, Series};
-use parbench::experiment::config::{FigureConfig, SpeedupBase};
+use parbench::experiment::config::{FigureConfig, FilterValue, SpeedupBase};
 use parbench::family::{ResultRow, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -197,7 +197,10 @@ fn filter_selects_rows_and_series_can_be_a_parameter() {
     let mut fig = figure("phase_by_threads", "phase_loop_s");
     fig.x = "layout".into();
     fig.series = "threads".into();
-    fig.filter = BTreeMap::from([("variant".to_string(), Value::Str("dense".into()))]);
+    fig.filter = BTreeMap::from([(
+        "variant".to_string(),
+        FilterValue::One(Value::Str("dense".into())),
+    )]);
     let all = figure_series(&fig, &scripted_rows()).unwrap();
     assert_eq!(
         all.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
@@ -232,7 +235,10 @@ fn a_single_point_draws() {
 fn an_empty_selection_is_an_error_naming_the_figure() {
     let dir = tempfile::tempdir().unwrap();
     let mut fig = figure("nothing", "wall_time_s");
-    fig.filter = BTreeMap::from([("variant".to_string(), Value::Str("missing".into()))]);
+    fig.filter = BTreeMap::from([(
+        "variant".to_string(),
+        FilterValue::One(Value::Str("missing".into())),
+    )]);
     let err = plot_figure(&fig, &scripted_rows(), dir.path(), "").unwrap_err();
     let message = format!("{err:#}");
     assert!(
