@@ -197,10 +197,39 @@ impl FilterValue {
     /// `Some(true)` for `max`, `Some(false)` for `min` (a single value, not in a list).
     pub fn extreme(&self) -> Option<bool> {
         match self {
-            FilterValue::One(Value::Str(s)) if s == "max" => Some(true),
-            FilterValue::One(Value::Str(s)) if s == "min" => Some(false),
-            _ => None,
+            FilterValue::One(value) => extreme_word(value),
+            FilterValue::AnyOf(_) => None,
         }
+    }
+
+    /// What is wrong with a list, and how to fix it: an empty one keeps no row, and `max` or
+    /// `min` mean something only alone.
+    pub fn list_problem(&self) -> Option<(&'static str, &'static str)> {
+        let FilterValue::AnyOf(values) = self else {
+            return None;
+        };
+        if values.is_empty() {
+            Some((
+                "an empty list, which keeps no row",
+                "list at least one value, or leave the key out",
+            ))
+        } else if values.iter().any(|v| extreme_word(v).is_some()) {
+            Some((
+                "`max` or `min` inside a list",
+                "write `max` or `min` alone, not in a list",
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// `Some(true)` for the word `max`, `Some(false)` for `min`.
+fn extreme_word(value: &Value) -> Option<bool> {
+    match value.as_str() {
+        Some("max") => Some(true),
+        Some("min") => Some(false),
+        _ => None,
     }
 }
 

@@ -1118,29 +1118,13 @@ impl<'a> Validator<'a> {
             for (key, value) in &fig.filter {
                 let mut path = path_of("filter");
                 path.push(Seg::Key(key));
-                if let config::FilterValue::AnyOf(values) = value {
-                    let extreme = values
-                        .iter()
-                        .any(|v| matches!(v.as_str(), Some("max" | "min")));
-                    if values.is_empty() || extreme {
-                        let at = self.at(&path);
-                        let (what, help) = if extreme {
-                            (
-                                "`max` or `min` inside a list",
-                                "write `max` or `min` alone, not in a list",
-                            )
-                        } else {
-                            (
-                                "an empty list, which keeps no row",
-                                "list at least one value, or leave the key out",
-                            )
-                        };
-                        self.push(
-                            at,
-                            format!("figure `{}`: filter on `{key}` has {what}", fig.name),
-                            Some(help.to_string()),
-                        );
-                    }
+                if let Some((what, help)) = value.list_problem() {
+                    let at = self.at(&path);
+                    self.push(
+                        at,
+                        format!("figure `{}`: filter on `{key}` has {what}", fig.name),
+                        Some(help.to_string()),
+                    );
                 }
                 if key == "variant" {
                     for name in value.values().iter().filter_map(Value::as_str) {

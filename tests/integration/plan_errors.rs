@@ -2,6 +2,20 @@
 //! once, each at the file, line and column of its cause, with a fix.
 
 use crate::support::{parbench, stderr};
+use std::path::Path;
+
+/// The plan's report on `text` (read as the file `name`), which must refuse it.
+fn plan_errors(text: &str, name: &str) -> String {
+    match parbench::experiment::plan::build_from_str(text, Path::new(name), false, None) {
+        Ok(_) => panic!("the plan is accepted:\n{text}"),
+        Err(err) => err.to_string(),
+    }
+}
+
+/// Whether `text` (read as the file `name`) is a plan.
+fn plans(text: &str, name: &str) -> bool {
+    parbench::experiment::plan::build_from_str(text, Path::new(name), false, None).is_ok()
+}
 
 /// A FusedMM sweep with three mistakes: an unknown parameter (line 10), a misspelled kernel
 /// inside a swept list (line 14, column 19) and a 2.5D grid that 6 ranks with c = 1 cannot form
@@ -217,28 +231,14 @@ fn an_option_set_for_every_variant_and_for_one_listed_variant_is_refused() {
         .unwrap()
         .replace("  size: 10\n", "  size: 10\n  speedup: 2\n")
         + "repetitions: 1\n";
-    let Err(err) = parbench::experiment::plan::build_from_str(
-        &text,
-        std::path::Path::new("both.yaml"),
-        false,
-        None,
-    ) else {
-        panic!("the plan is accepted with `speedup` set twice:\n{text}");
-    };
-    let err = err.to_string();
+    let err = plan_errors(&text, "both.yaml");
     assert!(
         err.contains("both.yaml:10:5: `speedup` is set for every variant (in `params` or `sweep`) and for `fast speedup=4`"),
         "{err}"
     );
     // Set in one place, it is a plan.
     let once = text.replace("  speedup: 2\n", "");
-    assert!(parbench::experiment::plan::build_from_str(
-        &once,
-        std::path::Path::new("once.yaml"),
-        false,
-        None
-    )
-    .is_ok());
+    assert!(plans(&once, "once.yaml"));
 }
 
 #[test]
@@ -256,15 +256,7 @@ variants:
   - 1d strategy=reuse
 repetitions: 1
 ";
-    let Err(err) = parbench::experiment::plan::build_from_str(
-        text,
-        std::path::Path::new("s.yaml"),
-        false,
-        None,
-    ) else {
-        panic!("the plan is accepted");
-    };
-    let err = err.to_string();
+    let err = plan_errors(text, "s.yaml");
     assert!(
         err.contains("s.yaml:9:5: variant `1.5d-sparse-shift strategy=fusion`: 1.5d-sparse-shift offers the strategies none, reuse, not fusion"),
         "{err}"
@@ -280,16 +272,7 @@ repetitions: 1
             "shift strategy=reuse\n  - 1d",
         )
         .replace("1d strategy=reuse", "1d");
-    assert!(
-        parbench::experiment::plan::build_from_str(
-            &fixed,
-            std::path::Path::new("ok.yaml"),
-            false,
-            None
-        )
-        .is_ok(),
-        "{fixed}"
-    );
+    assert!(plans(&fixed, "ok.yaml"), "{fixed}");
 }
 
 /// Figure filters may list values; a list naming a variant not run, an empty list and `max`
@@ -319,15 +302,7 @@ figures:
 
 #[test]
 fn a_figure_filter_list_with_an_unknown_variant_no_value_or_max_is_refused() {
-    let Err(err) = parbench::experiment::plan::build_from_str(
-        FILTER_LIST_MISTAKES,
-        std::path::Path::new("lists.yaml"),
-        false,
-        None,
-    ) else {
-        panic!("the plan is accepted despite three mistakes");
-    };
-    let err = err.to_string();
+    let err = plan_errors(FILTER_LIST_MISTAKES, "lists.yaml");
     let reported = |at: &str, says: &str| {
         assert!(
             err.lines().any(|l| l.starts_with(at) && l.contains(says)),
@@ -354,11 +329,5 @@ fn a_figure_filter_list_with_an_unknown_variant_no_value_or_max_is_refused() {
         .next()
         .unwrap()
         .to_string();
-    assert!(parbench::experiment::plan::build_from_str(
-        &good,
-        std::path::Path::new("good.yaml"),
-        false,
-        None
-    )
-    .is_ok());
+    assert!(plans(&good, "good.yaml"));
 }
