@@ -30,12 +30,18 @@ pub fn update_doc<E: Real>(
     let (x, u, x_new) = (&mut x[..vs], &mut u[..vs], &x_new[..vs]);
     let mut diff = E::ZERO;
     let mut scale = E::ZERO;
+    let mut valid = true;
+    // No early return and plain comparisons instead of NaN-aware maxima, so that the loop
+    // vectorizes: it sits on the chain from one iteration's last axpy to the next one's first
+    // dot product. A NaN makes `valid` false, so the maxima are only used when they are exact.
     for (&xn, &xo) in x_new.iter().zip(x.iter()) {
-        if !(xn.is_finite() && xn > E::ZERO) {
-            return Err(WmdError::Underflow { lambda });
-        }
-        diff = diff.max((xn - xo).abs());
-        scale = scale.max(xn);
+        valid &= xn.is_finite() & (xn > E::ZERO);
+        let d = (xn - xo).abs();
+        diff = if d > diff { d } else { diff };
+        scale = if xn > scale { xn } else { scale };
+    }
+    if !valid {
+        return Err(WmdError::Underflow { lambda });
     }
     x.copy_from_slice(x_new);
     for (u, &xn) in u.iter_mut().zip(x_new) {
