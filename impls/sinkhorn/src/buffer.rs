@@ -1,22 +1,37 @@
-//! Zero-initialized `f64` buffers for the large per-query arrays (`M`, `K^T`, `(K .* M)^T`: 6 MB
-//! each at the paper's shape, 16 MB for the dense baseline; `x`, `u` and the per-thread
+//! Buffers for the large per-query arrays (`M`, `K^T`, `(K / r)^T`, `(K .* M)^T`: 6 MB each at
+//! the paper's shape in f64, 16 MB for the dense baseline; `x`, `u` and the per-thread
 //! accumulators: 800 KB each).
 //!
-//! These arrays once lived in their own 2 MB-aligned mappings with `MADV_HUGEPAGE`: in a fresh
-//! process that saved ~2 ms of page faults per 6 MB array. In a long process (`parbench
-//! reproduce` runs every experiment in one), memory becomes fragmented and, with THP's `defrag`
-//! in its usual `madvise` mode, a fault in such a mapping compacts memory synchronously: solves on
-//! two threads then stalled 10-25 ms in `precompute` and `loop`, and the two-thread loop of
-//! `fused-par` measured 1.23x its one-thread speed instead of 1.86x. An ordinary zeroed `Vec`
-//! (calloc: fresh zero pages from the kernel, no memset) has steady costs, so the type is now a
-//! thin wrapper kept as the one place to change this policy.
+//! **Why not a plain `Vec`.** A fresh zeroed `Vec` of this size is calloc's fresh pages from the
+//! kernel: one page fault per 4 KB on first write, about 4,500 per query at the paper's shape.
+//! On these VMs a fault costs over a microsecond (memory-cgroup accounting and its locks), so
+//! the faults cost more than the arithmetic of the `precompute` phase: with glibc told to keep
+//! freed memory, `precompute` measured 3.8-4.3 ms instead of 9.3-10.3 ms and `distance` 12.0
+//! instead of 12.5-14.7 ms (one thread). So the buffers of a finished query are kept, per element
+//! type, in a small process-wide stash ([`Spares`]) and the next query's arrays are cut from
+//! them: a process answering queries (kNN, a batch, an experiment's repetitions) faults each page
+//! once. The first query of a process still pays its faults.
+//!
+//! **Why not huge pages.** These arrays once lived in their own 2 MB-aligned mappings with
+//! `MADV_HUGEPAGE`: in a fresh process that saved ~2 ms of page faults per 6 MB array. In a long
+//! process (`parbench reproduce` runs every experiment in one), memory becomes fragmented and,
+//! with THP's `defrag` in its usual `madvise` mode, a fault in such a mapping compacts memory
+//! synchronously: solves on two threads then stalled 10-25 ms in `precompute` and `loop`.
 
 use crate::real::Real;
 use std::ops::{Deref, DerefMut};
+use std::sync::Mutex;
 
-/// A zero-initialized, fixed-length `f64` (or `f32`) buffer; see the module docs.
+/// Buffers below this size are not kept: their faults are few and the allocator reuses them.
+const MIN_SPARE_BYTES: usize = 1 << 20;
+/// At most this many buffers are kept per element type (a query holds at most five large ones
+/// at a time; the dense baseline four), so a process keeps at most a query's worth of memory.
+const MAX_SPARES: usize = 8;
+
+/// A fixed-length `f64` (or `f32`) buffer whose storage goes back to [`Spares`] when dropped;
+/// see the module docs.
 #[derive(Clone)]
-pub struct ZeroedBuf<E = f64> {
+pub struct ZeroedBuf<E: Real = f64> {
     storage: Vec<E>,
 }
 
@@ -28,15 +43,96 @@ impl<E: Real> ZeroedBuf<E> {
         self
     }
 
-    /// `len` zeros (`vec!` of a zero float is calloc's fresh pages, for either type).
+    /// `len` zeros: a spare buffer cleared, or calloc's fresh pages (`vec!` of a zero float).
     pub fn zeroed(len: usize) -> ZeroedBuf<E> {
-        ZeroedBuf {
-            storage: vec![E::ZERO; len],
+        let storage = match E::spares().take(len) {
+            Some(mut spare) => {
+                spare.clear();
+                spare.resize(len, E::ZERO);
+                spare
+            }
+            None => vec![E::ZERO; len],
+        };
+        ZeroedBuf { storage }
+    }
+
+    /// `len` values for a caller that writes every one before reading any: a spare buffer as it
+    /// was left (values of an earlier query), or fresh zeros. Saves [`ZeroedBuf::zeroed`]'s
+    /// clearing pass over memory the caller overwrites anyway.
+    pub fn for_overwrite(len: usize) -> ZeroedBuf<E> {
+        ZeroedBuf::from_spare(E::spares().take(len), len)
+    }
+
+    fn from_spare(spare: Option<Vec<E>>, len: usize) -> ZeroedBuf<E> {
+        let storage = match spare {
+            Some(mut spare) => {
+                spare.truncate(len);
+                spare.resize(len, E::ZERO);
+                spare
+            }
+            None => vec![E::ZERO; len],
+        };
+        ZeroedBuf { storage }
+    }
+}
+
+impl<E: Real> Drop for ZeroedBuf<E> {
+    fn drop(&mut self) {
+        E::spares().give(std::mem::take(&mut self.storage));
+    }
+}
+
+/// A process-wide stash of large buffers of one element type, taken by the next request they
+/// fit (the smallest that does) and given back when a [`ZeroedBuf`] is dropped.
+pub struct Spares<E> {
+    kept: Mutex<Vec<Vec<E>>>,
+}
+
+impl<E> Spares<E> {
+    /// An empty stash (for a `static`).
+    pub const fn new() -> Spares<E> {
+        Spares {
+            kept: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The smallest kept buffer holding at least `len` values, if any (and only for buffers
+    /// large enough to be kept).
+    fn take(&self, len: usize) -> Option<Vec<E>> {
+        if len * std::mem::size_of::<E>() < MIN_SPARE_BYTES {
+            return None;
+        }
+        // A poisoned lock only means a thread panicked while holding it; the list is valid.
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let best = (0..kept.len())
+            .filter(|&i| kept[i].capacity() >= len)
+            .min_by_key(|&i| kept[i].capacity())?;
+        Some(kept.swap_remove(best))
+    }
+
+    /// Keeps `buffer` for a later request, unless it is small or the stash is full (then the
+    /// smallest of the kept ones and it is dropped).
+    fn give(&self, buffer: Vec<E>) {
+        if buffer.capacity() * std::mem::size_of::<E>() < MIN_SPARE_BYTES {
+            return;
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.push(buffer);
+        if kept.len() > MAX_SPARES {
+            if let Some(smallest) = (0..kept.len()).min_by_key(|&i| kept[i].capacity()) {
+                kept.swap_remove(smallest);
+            }
         }
     }
 }
 
-impl<E> Deref for ZeroedBuf<E> {
+impl<E> Default for Spares<E> {
+    fn default() -> Self {
+        Spares::new()
+    }
+}
+
+impl<E: Real> Deref for ZeroedBuf<E> {
     type Target = [E];
     #[inline]
     fn deref(&self) -> &[E] {
@@ -44,14 +140,14 @@ impl<E> Deref for ZeroedBuf<E> {
     }
 }
 
-impl<E> DerefMut for ZeroedBuf<E> {
+impl<E: Real> DerefMut for ZeroedBuf<E> {
     #[inline]
     fn deref_mut(&mut self) -> &mut [E] {
         &mut self.storage
     }
 }
 
-impl<E> std::fmt::Debug for ZeroedBuf<E> {
+impl<E: Real> std::fmt::Debug for ZeroedBuf<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZeroedBuf")
             .field("len", &self.len())
@@ -65,15 +161,59 @@ mod tests {
 
     #[test]
     fn buffers_start_zeroed_and_keep_writes() {
-        for len in [0, 3, 100_005] {
-            let mut b = ZeroedBuf::<f64>::zeroed(len);
-            assert_eq!(b.len(), len);
-            assert!(b.iter().all(|&x| x == 0.0));
-            for (i, x) in b.iter_mut().enumerate() {
-                *x = i as f64;
+        // 300,000 values are above the size kept, so the second round takes buffers the
+        // first one dirtied (here or in another test) and must still see zeros.
+        for _ in 0..2 {
+            for len in [0, 3, 100_005, 300_000] {
+                let mut b = ZeroedBuf::<f64>::zeroed(len);
+                assert_eq!(b.len(), len);
+                assert!(b.iter().all(|&x| x == 0.0));
+                for (i, x) in b.iter_mut().enumerate() {
+                    *x = i as f64 + 1.0;
+                }
+                let c = b.clone();
+                assert!(c.iter().enumerate().all(|(i, &x)| x == i as f64 + 1.0));
             }
-            let c = b.clone();
-            assert!(c.iter().enumerate().all(|(i, &x)| x == i as f64));
         }
+        for len in [10, 300_000, 200_000] {
+            assert_eq!(ZeroedBuf::<f32>::for_overwrite(len).len(), len);
+        }
+    }
+
+    #[test]
+    fn a_stash_hands_out_the_smallest_fitting_buffer_and_keeps_a_bounded_number() {
+        let spares = Spares::<f64>::new();
+        let mb = MIN_SPARE_BYTES / 8;
+        assert!(spares.take(mb).is_none(), "empty");
+        spares.give(vec![0.0; 10]);
+        assert!(spares.take(5).is_none(), "small buffers are not kept");
+        for n in [3, 1, 2] {
+            spares.give(Vec::with_capacity(n * mb));
+        }
+        let got = spares.take(mb + 1).map(|v| v.capacity());
+        assert_eq!(got, Some(2 * mb), "the smallest buffer that fits");
+        assert!(spares.take(4 * mb).is_none(), "none fits");
+        for n in 0..2 * MAX_SPARES {
+            spares.give(Vec::with_capacity((n + 4) * mb));
+        }
+        let kept = spares.kept.lock().map(|k| k.len()).unwrap_or(0);
+        assert_eq!(kept, MAX_SPARES);
+        // The largest ones were kept: the request for the largest still finds it.
+        let largest = (2 * MAX_SPARES + 3) * mb;
+        assert_eq!(spares.take(largest).map(|v| v.capacity()), Some(largest));
+    }
+
+    #[test]
+    fn a_buffer_for_overwrite_reuses_a_spare_without_clearing_it() {
+        let mut dirty = vec![7.0f64; 1000];
+        dirty.reserve_exact(0);
+        let b = ZeroedBuf::<f64>::from_spare(Some(dirty), 600);
+        assert_eq!(b.len(), 600);
+        assert!(b.iter().all(|&x| x == 7.0));
+        let grown = ZeroedBuf::<f64>::from_spare(Some(vec![7.0; 10]), 20);
+        assert_eq!(&grown[..], &[[7.0; 10], [0.0; 10]].concat()[..]);
+        assert!(ZeroedBuf::<f64>::from_spare(None, 5)
+            .iter()
+            .all(|&x| x == 0.0));
     }
 }

@@ -88,7 +88,7 @@ struct DocScratch<E> {
 }
 
 /// All iterations and the final step of the documents `docs`, writing their distances to `out`.
-struct SolveDocs<'a, E> {
+struct SolveDocs<'a, E: Real> {
     by_doc: &'a Csr,
     position: &'a [u32],
     kernels: &'a QueryKernels<E>,

@@ -59,7 +59,7 @@ impl WordSet {
 
 /// The query's kernel arrays, word-major, for a [`WordSet`], in f64 or (`doc-major-f32`) f32.
 #[derive(Clone, Debug)]
-pub struct QueryKernels<E = f64> {
+pub struct QueryKernels<E: Real = f64> {
     /// Query words `v_s`.
     pub vs: usize,
     /// Row length of every array (`v_s` padded).
@@ -72,7 +72,7 @@ pub struct QueryKernels<E = f64> {
     pub km: ZeroedBuf<E>,
 }
 
-impl<E> QueryKernels<E> {
+impl<E: Real> QueryKernels<E> {
     /// Row `k` of `K^T` (`stride` values, padding 0).
     #[inline(always)]
     pub fn kt_row(&self, k: usize) -> &[E] {
@@ -137,9 +137,10 @@ fn precompute_arrays<E: Real>(
     let vs = query.len();
     let stride = padded_stride_of::<E>(vs);
     let r: Vec<E> = query.iter().map(|&(_, r)| E::from_f64(r)).collect();
-    let mut kt = ZeroedBuf::zeroed(m.len());
-    let mut kr = ZeroedBuf::zeroed(if with_kr { m.len() } else { 0 });
-    let mut km = ZeroedBuf::zeroed(m.len());
+    // `kernel_rows` writes every value, padding included.
+    let mut kt = ZeroedBuf::for_overwrite(m.len());
+    let mut kr = ZeroedBuf::for_overwrite(if with_kr { m.len() } else { 0 });
+    let mut km = ZeroedBuf::for_overwrite(m.len());
     const ROWS: usize = 1024;
     let chunk = ROWS * stride;
     type Rows<'a, E> = (((&'a [E], &'a mut [E]), &'a mut [E]), Option<&'a mut [E]>);

@@ -7,6 +7,7 @@
 //! `lambda`) stay `f64` and are rounded where a kernel reads them; the distances a solve returns
 //! are `f64` whatever it ran in.
 
+use crate::buffer::Spares;
 use crate::distance::QuerySide;
 #[cfg(target_arch = "x86_64")]
 use crate::distance_avx512::QueryPack;
@@ -51,6 +52,8 @@ pub trait Real:
     /// which then get exactly 0.
     const CANCELLATION_RATIO: f64;
 
+    /// The process's spare large buffers of this type ([`crate::buffer`]).
+    fn spares() -> &'static Spares<Self>;
     /// `x` rounded to this type.
     fn from_f64(x: f64) -> Self;
     /// `self` as f64 (exact).
@@ -101,6 +104,10 @@ impl Real for f64 {
     const BYTES: usize = 8;
     const PRECISION: Precision = Precision::F64;
     const CANCELLATION_RATIO: f64 = 1e-4;
+    fn spares() -> &'static Spares<f64> {
+        static SPARES: Spares<f64> = Spares::new();
+        &SPARES
+    }
     #[inline(always)]
     fn from_f64(x: f64) -> f64 {
         x
@@ -165,6 +172,10 @@ impl Real for f32 {
     const BYTES: usize = 4;
     const PRECISION: Precision = Precision::F32;
     const CANCELLATION_RATIO: f64 = 1e-2;
+    fn spares() -> &'static Spares<f32> {
+        static SPARES: Spares<f32> = Spares::new();
+        &SPARES
+    }
     #[inline(always)]
     fn from_f64(x: f64) -> f32 {
         x as f32
