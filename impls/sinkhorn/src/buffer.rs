@@ -27,6 +27,9 @@ const MIN_SPARE_BYTES: usize = 1 << 20;
 /// At most this many buffers are kept per element type (a query holds at most five large ones
 /// at a time; the dense baseline four), so a process keeps at most a query's worth of memory.
 const MAX_SPARES: usize = 8;
+/// ... and at most this many bytes: a larger problem's buffers are then returned to the system
+/// (its faults are a smaller share of its work anyway).
+const MAX_SPARE_BYTES: usize = 256 << 20;
 
 /// A fixed-length `f64` (or `f32`) buffer whose storage goes back to [`Spares`] when dropped;
 /// see the module docs.
@@ -110,17 +113,19 @@ impl<E> Spares<E> {
         Some(kept.swap_remove(best))
     }
 
-    /// Keeps `buffer` for a later request, unless it is small or the stash is full (then the
-    /// smallest of the kept ones and it is dropped).
+    /// Keeps `buffer` for a later request, unless it is small or alone over the byte limit;
+    /// while the stash is over its count or byte limit, its smallest buffer is dropped.
     fn give(&self, buffer: Vec<E>) {
-        if buffer.capacity() * std::mem::size_of::<E>() < MIN_SPARE_BYTES {
+        let bytes = |v: &Vec<E>| v.capacity() * std::mem::size_of::<E>();
+        if !(MIN_SPARE_BYTES..=MAX_SPARE_BYTES).contains(&bytes(&buffer)) {
             return;
         }
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         kept.push(buffer);
-        if kept.len() > MAX_SPARES {
-            if let Some(smallest) = (0..kept.len()).min_by_key(|&i| kept[i].capacity()) {
-                kept.swap_remove(smallest);
+        while kept.len() > MAX_SPARES || kept.iter().map(bytes).sum::<usize>() > MAX_SPARE_BYTES {
+            match (0..kept.len()).min_by_key(|&i| kept[i].capacity()) {
+                Some(smallest) => drop(kept.swap_remove(smallest)),
+                None => break,
             }
         }
     }
@@ -201,6 +206,22 @@ mod tests {
         // The largest ones were kept: the request for the largest still finds it.
         let largest = (2 * MAX_SPARES + 3) * mb;
         assert_eq!(spares.take(largest).map(|v| v.capacity()), Some(largest));
+        // Bytes are bounded too: a buffer over the limit is not kept, and keeping one that
+        // brings the total over it drops the smallest until it fits.
+        let spares = Spares::<f64>::new();
+        spares.give(Vec::with_capacity(MAX_SPARE_BYTES / 8 + 1));
+        assert!(spares.take(mb).is_none(), "over the byte limit");
+        let half = MAX_SPARE_BYTES / 16;
+        for n in [half, mb, half] {
+            spares.give(Vec::with_capacity(n));
+        }
+        let mut kept: Vec<usize> = spares
+            .kept
+            .lock()
+            .map(|k| k.iter().map(Vec::capacity).collect())
+            .unwrap_or_default();
+        kept.sort_unstable();
+        assert_eq!(kept, vec![half, half]);
     }
 
     #[test]
