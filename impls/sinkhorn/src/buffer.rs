@@ -48,15 +48,11 @@ impl<E: Real> ZeroedBuf<E> {
 
     /// `len` zeros: a spare buffer cleared, or calloc's fresh pages (`vec!` of a zero float).
     pub fn zeroed(len: usize) -> ZeroedBuf<E> {
-        let storage = match E::spares().take(len) {
-            Some(mut spare) => {
-                spare.clear();
-                spare.resize(len, E::ZERO);
-                spare
-            }
-            None => vec![E::ZERO; len],
-        };
-        ZeroedBuf { storage }
+        let cleared = E::spares().take(len).map(|mut spare| {
+            spare.clear();
+            spare
+        });
+        ZeroedBuf::from_spare(cleared, len)
     }
 
     /// `len` values for a caller that writes every one before reading any: a spare buffer as it
@@ -66,6 +62,7 @@ impl<E: Real> ZeroedBuf<E> {
         ZeroedBuf::from_spare(E::spares().take(len), len)
     }
 
+    /// `spare` cut or grown (with zeros) to `len` values, or `len` fresh zeros.
     fn from_spare(spare: Option<Vec<E>>, len: usize) -> ZeroedBuf<E> {
         let storage = match spare {
             Some(mut spare) => {
