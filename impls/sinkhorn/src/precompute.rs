@@ -100,9 +100,9 @@ impl<E: Real> QueryKernels<E> {
         let (kt, kr, km) = match spare {
             Some(k) => (k.kt.reused(len), k.kr.reused(len), k.km.reused(len)),
             None => (
-                ZeroedBuf::zeroed(len),
-                ZeroedBuf::zeroed(len),
-                ZeroedBuf::zeroed(len),
+                ZeroedBuf::for_overwrite(len),
+                ZeroedBuf::for_overwrite(len),
+                ZeroedBuf::for_overwrite(len),
             ),
         };
         QueryKernels {
