@@ -9,7 +9,8 @@
 //! of its queries' words in that one pass, tile by tile, and while a tile's distances are in
 //! cache every query of the group takes its columns and turns them into its rows of `K^T`,
 //! `(K / r)^T` and `(K .* M)^T`. A word that several queries hold is computed once. The kernel
-//! arrays of one group are reused by the next (no fresh pages to fault in).
+//! arrays of one group go back to the process's spare buffers ([`crate::buffer`], sized to hold
+//! a whole group) and the next group's are cut from them (no fresh pages to fault in).
 //!
 //! Each query's distances are those its own solve gives: the distance kernels compute each
 //! (word, query word) pair by the same sequence of operations whatever other query words share the
@@ -54,7 +55,6 @@ pub fn solve_batch<E: Real>(
     let rows = collection.words.words.len();
     let array_bytes = |q: &[(u32, f64)]| 3 * rows * padded_stride_of::<E>(q.len()) * E::BYTES;
     let mut outputs = Vec::with_capacity(queries.len());
-    let mut spare: Vec<QueryKernels<E>> = Vec::new();
     let mut start = 0;
     while start < queries.len() {
         let mut end = start + 1;
@@ -69,7 +69,7 @@ pub fn solve_batch<E: Real>(
         let group = &queries[start..end];
         let started = Instant::now();
         let (kernels, union) =
-            group_kernels(problem, &collection, group, params.lambda, &pool, spare);
+            group_kernels::<E>(problem, &collection, group, params.lambda, &pool);
         let share = started.elapsed().as_secs_f64() / group.len() as f64;
         // The distances were computed once per word of the union: each query is charged its
         // share of them, so the batch's flops are the work it did.
@@ -88,7 +88,6 @@ pub fn solve_batch<E: Real>(
                 &mut |_| Control::Continue,
             )?);
         }
-        spare = kernels;
         start = end;
     }
     Ok(outputs)
@@ -134,7 +133,6 @@ fn group_kernels<E: Real>(
     group: &[Vec<(u32, f64)>],
     lambda: f64,
     pool: &Pool,
-    mut spare: Vec<QueryKernels<E>>,
 ) -> (Vec<QueryKernels<E>>, usize) {
     let words = &collection.words.words;
     let mut union: Vec<u32> = group.iter().flatten().map(|&(w, _)| w).collect();
@@ -157,7 +155,7 @@ fn group_kernels<E: Real>(
     let union_stride = padded_stride_of::<E>(union.len());
     let mut kernels: Vec<QueryKernels<E>> = group
         .iter()
-        .map(|q| QueryKernels::for_rows(q.len(), words.len(), spare.pop()))
+        .map(|q| QueryKernels::for_rows(q.len(), words.len()))
         .collect();
 
     // Every tile's rows of every query's arrays, tile by tile.

@@ -24,12 +24,14 @@ use std::sync::Mutex;
 
 /// Buffers below this size are not kept: their faults are few and the allocator reuses them.
 const MIN_SPARE_BYTES: usize = 1 << 20;
-/// At most this many buffers are kept per element type (a query holds at most five large ones
-/// at a time; the dense baseline four), so a process keeps at most a query's worth of memory.
-const MAX_SPARES: usize = 8;
-/// ... and at most this many bytes: a larger problem's buffers are then returned to the system
-/// (its faults are a smaller share of its work anyway).
-const MAX_SPARE_BYTES: usize = 256 << 20;
+/// At most this many buffers are kept per element type: a query holds at most five large ones
+/// at a time (the dense baseline four), a batch's group of queries three each, up to 16 queries
+/// ([`crate::batch::MAX_GROUP`]) within the byte limit, so that the next group finds them all.
+const MAX_SPARES: usize = 3 * crate::batch::MAX_GROUP;
+/// ... and at most this many bytes, a batch group's budget ([`crate::batch::GROUP_BYTES`]): a
+/// larger problem's buffers are then returned to the system (its faults are a smaller share of
+/// its work anyway).
+const MAX_SPARE_BYTES: usize = crate::batch::GROUP_BYTES;
 
 /// A fixed-length `f64` (or `f32`) buffer whose storage goes back to [`Spares`] when dropped;
 /// see the module docs.
@@ -39,13 +41,6 @@ pub struct ZeroedBuf<E: Real = f64> {
 }
 
 impl<E: Real> ZeroedBuf<E> {
-    /// This buffer at `len` values, for a caller that overwrites all of them: kept in place when
-    /// it is long enough (its pages already touched), grown otherwise. Values are not cleared.
-    pub fn reused(mut self, len: usize) -> ZeroedBuf<E> {
-        self.storage.resize(len, E::ZERO);
-        self
-    }
-
     /// `len` zeros: a spare buffer cleared, or calloc's fresh pages (`vec!` of a zero float).
     pub fn zeroed(len: usize) -> ZeroedBuf<E> {
         let cleared = E::spares().take(len).map(|mut spare| {
@@ -195,13 +190,16 @@ mod tests {
         let got = spares.take(mb + 1).map(|v| v.capacity());
         assert_eq!(got, Some(2 * mb), "the smallest buffer that fits");
         assert!(spares.take(4 * mb).is_none(), "none fits");
+        // Twice the count limit, all together (with the 1 and 3 MiB buffers left) well under
+        // the byte limit, so only the count limit acts.
+        assert!((2 * MAX_SPARES * (mb + 2 * MAX_SPARES) + 4 * mb) * 8 < MAX_SPARE_BYTES);
         for n in 0..2 * MAX_SPARES {
-            spares.give(Vec::with_capacity((n + 4) * mb));
+            spares.give(Vec::with_capacity(mb + n));
         }
         let kept = spares.kept.lock().map(|k| k.len()).unwrap_or(0);
         assert_eq!(kept, MAX_SPARES);
         // The largest ones were kept: the request for the largest still finds it.
-        let largest = (2 * MAX_SPARES + 3) * mb;
+        let largest = mb + 2 * MAX_SPARES - 1;
         assert_eq!(spares.take(largest).map(|v| v.capacity()), Some(largest));
         // Bytes are bounded too: a buffer over the limit is not kept, and keeping one that
         // brings the total over it drops the smallest until it fits.

@@ -91,26 +91,18 @@ impl<E: Real> QueryKernels<E> {
 }
 
 impl<E: Real> QueryKernels<E> {
-    /// The three arrays for `rows` words of a `vs`-word query, in `spare`'s buffers when given
-    /// (a batch reuses one query's for the next: no fresh pages to fault in). The contents are
-    /// left as they were, for [`kernel_rows`] to overwrite whole.
-    pub(crate) fn for_rows(vs: usize, rows: usize, spare: Option<QueryKernels<E>>) -> Self {
+    /// The three arrays for `rows` words of a `vs`-word query, from the spare buffers of earlier
+    /// queries where there are some (no fresh pages to fault in). The contents are left as they
+    /// were, for [`kernel_rows`] to overwrite whole.
+    pub(crate) fn for_rows(vs: usize, rows: usize) -> Self {
         let stride = padded_stride_of::<E>(vs);
         let len = rows * stride;
-        let (kt, kr, km) = match spare {
-            Some(k) => (k.kt.reused(len), k.kr.reused(len), k.km.reused(len)),
-            None => (
-                ZeroedBuf::for_overwrite(len),
-                ZeroedBuf::for_overwrite(len),
-                ZeroedBuf::for_overwrite(len),
-            ),
-        };
         QueryKernels {
             vs,
             stride,
-            kt,
-            kr,
-            km,
+            kt: ZeroedBuf::for_overwrite(len),
+            kr: ZeroedBuf::for_overwrite(len),
+            km: ZeroedBuf::for_overwrite(len),
         }
     }
 }
