@@ -33,17 +33,26 @@ const MAX_SPARES: usize = 3 * crate::batch::MAX_GROUP;
 /// its work anyway).
 const MAX_SPARE_BYTES: usize = crate::batch::GROUP_BYTES;
 
-/// A fixed-length `f64` (or `f32`) buffer whose storage goes back to [`Spares`] when dropped;
-/// see the module docs.
-#[derive(Clone)]
+/// Where a buffer's values start: a cache line. The row kernels read rows of 20 f64 (160 bytes)
+/// or 24 f32 (96 bytes) in 32-byte vectors; from a cache-line boundary none of those loads
+/// straddles two lines. The allocator's large blocks start 16 bytes into a page, where half of
+/// them did: the loop of a one-document microbenchmark ran 10% slower.
+const ALIGN: usize = 64;
+
+/// A fixed-length `f64` (or `f32`) buffer, starting on a cache line ([`ALIGN`]), whose storage
+/// goes back to [`Spares`] when dropped; see the module docs.
 pub struct ZeroedBuf<E: Real = f64> {
+    /// The values are `storage[start..start + len]`, `storage` holding [`ZeroedBuf::pad`] more
+    /// than `len` so that an aligned start exists whatever address the allocator gives.
     storage: Vec<E>,
+    start: usize,
+    len: usize,
 }
 
 impl<E: Real> ZeroedBuf<E> {
     /// `len` zeros: a spare buffer cleared, or calloc's fresh pages (`vec!` of a zero float).
     pub fn zeroed(len: usize) -> ZeroedBuf<E> {
-        let cleared = E::spares().take(len).map(|mut spare| {
+        let cleared = E::spares().take(len + Self::pad()).map(|mut spare| {
             spare.clear();
             spare
         });
@@ -54,20 +63,47 @@ impl<E: Real> ZeroedBuf<E> {
     /// was left (values of an earlier query), or fresh zeros. Saves [`ZeroedBuf::zeroed`]'s
     /// clearing pass over memory the caller overwrites anyway.
     pub fn for_overwrite(len: usize) -> ZeroedBuf<E> {
-        ZeroedBuf::from_spare(E::spares().take(len), len)
+        ZeroedBuf::from_spare(E::spares().take(len + Self::pad()), len)
     }
 
-    /// `spare` cut or grown (with zeros) to `len` values, or `len` fresh zeros.
+    /// Values allocated beyond `len`, room to move the start to a cache line.
+    fn pad() -> usize {
+        ALIGN / std::mem::size_of::<E>()
+    }
+
+    /// `spare` cut or grown (with zeros) to `len` values past its first cache line, or `len`
+    /// fresh zeros there.
     fn from_spare(spare: Option<Vec<E>>, len: usize) -> ZeroedBuf<E> {
+        let total = len + Self::pad();
         let storage = match spare {
             Some(mut spare) => {
-                spare.truncate(len);
-                spare.resize(len, E::ZERO);
+                spare.truncate(total);
+                spare.resize(total, E::ZERO);
                 spare
             }
-            None => vec![E::ZERO; len],
+            None => vec![E::ZERO; total],
         };
-        ZeroedBuf { storage }
+        // The allocator aligns a float to its size at least, so the distance to the next cache
+        // line is a whole number of values, under `pad()`.
+        let start = storage.as_ptr().align_offset(ALIGN);
+        assert!(
+            start < Self::pad(),
+            "a buffer of {len} values cannot be aligned"
+        );
+        ZeroedBuf {
+            storage,
+            start,
+            len,
+        }
+    }
+}
+
+impl<E: Real> Clone for ZeroedBuf<E> {
+    /// A copy in a buffer of its own, aligned as every buffer is.
+    fn clone(&self) -> Self {
+        let mut copy = ZeroedBuf::for_overwrite(self.len);
+        copy.copy_from_slice(self);
+        copy
     }
 }
 
@@ -133,14 +169,14 @@ impl<E: Real> Deref for ZeroedBuf<E> {
     type Target = [E];
     #[inline]
     fn deref(&self) -> &[E] {
-        &self.storage
+        &self.storage[self.start..self.start + self.len]
     }
 }
 
 impl<E: Real> DerefMut for ZeroedBuf<E> {
     #[inline]
     fn deref_mut(&mut self) -> &mut [E] {
-        &mut self.storage
+        &mut self.storage[self.start..self.start + self.len]
     }
 }
 
@@ -164,16 +200,20 @@ mod tests {
             for len in [0, 3, 100_005, 300_000] {
                 let mut b = ZeroedBuf::<f64>::zeroed(len);
                 assert_eq!(b.len(), len);
+                assert_eq!(b.as_ptr() as usize % ALIGN, 0, "starts on a cache line");
                 assert!(b.iter().all(|&x| x == 0.0));
                 for (i, x) in b.iter_mut().enumerate() {
                     *x = i as f64 + 1.0;
                 }
                 let c = b.clone();
+                assert_eq!(c.as_ptr() as usize % ALIGN, 0, "a clone too");
                 assert!(c.iter().enumerate().all(|(i, &x)| x == i as f64 + 1.0));
             }
         }
         for len in [10, 300_000, 200_000] {
-            assert_eq!(ZeroedBuf::<f32>::for_overwrite(len).len(), len);
+            let b = ZeroedBuf::<f32>::for_overwrite(len);
+            assert_eq!(b.len(), len);
+            assert_eq!(b.as_ptr() as usize % ALIGN, 0, "f32 starts on a cache line");
         }
     }
 
@@ -226,8 +266,10 @@ mod tests {
         let b = ZeroedBuf::<f64>::from_spare(Some(dirty), 600);
         assert_eq!(b.len(), 600);
         assert!(b.iter().all(|&x| x == 7.0));
+        // Grown with zeros: the spare's values first, then zeros, from the aligned start.
         let grown = ZeroedBuf::<f64>::from_spare(Some(vec![7.0; 10]), 20);
-        assert_eq!(&grown[..], &[[7.0; 10], [0.0; 10]].concat()[..]);
+        let sevens = grown.iter().take_while(|&&x| x == 7.0).count();
+        assert!(sevens <= 10 && grown[sevens..].iter().all(|&x| x == 0.0));
         assert!(ZeroedBuf::<f64>::from_spare(None, 5)
             .iter()
             .all(|&x| x == 0.0));
