@@ -27,9 +27,14 @@ fn main() {
             .filter(|&w| !problem.docs_by_word().row(w).0.is_empty())
             .count()
     );
+    // ITERS=n changes the iteration count (the loop's cost per iteration, and what is not).
+    let max_iter = std::env::var("ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
     let params = SinkhornParams {
         lambda: 10.0,
-        max_iter: 15,
+        max_iter,
         tol: None,
     };
     let mut reference: Option<Vec<f64>> = None;
