@@ -70,8 +70,6 @@ pub struct QueryKernels<E: Real = f64> {
     pub kr: ZeroedBuf<E>,
     /// `(K .* M)^T`.
     pub km: ZeroedBuf<E>,
-    /// `1 / r_s` for each query word (a loop that divides by `r` itself reads it).
-    pub inv_r: Vec<E>,
 }
 
 impl<E: Real> QueryKernels<E> {
@@ -93,11 +91,10 @@ impl<E: Real> QueryKernels<E> {
 }
 
 impl<E: Real> QueryKernels<E> {
-    /// The three arrays for `rows` words of `query`, from the spare buffers of earlier queries
-    /// where there are some (no fresh pages to fault in). The contents are left as they were,
-    /// for [`kernel_rows`] to overwrite whole.
-    pub(crate) fn for_rows(query: &[(u32, f64)], rows: usize) -> Self {
-        let vs = query.len();
+    /// The three arrays for `rows` words of a `vs`-word query, from the spare buffers of earlier
+    /// queries where there are some (no fresh pages to fault in). The contents are left as they
+    /// were, for [`kernel_rows`] to overwrite whole.
+    pub(crate) fn for_rows(vs: usize, rows: usize) -> Self {
         let stride = padded_stride_of::<E>(vs);
         let len = rows * stride;
         QueryKernels {
@@ -106,7 +103,6 @@ impl<E: Real> QueryKernels<E> {
             kt: ZeroedBuf::for_overwrite(len),
             kr: ZeroedBuf::for_overwrite(len),
             km: ZeroedBuf::for_overwrite(len),
-            inv_r: inverse_weights(query),
         }
     }
 }
@@ -162,13 +158,7 @@ fn precompute_arrays<E: Real>(
         kt,
         kr,
         km,
-        inv_r: inverse_weights(query),
     }
-}
-
-/// `1 / r_s` for each word of `query`, rounded to `E` once.
-fn inverse_weights<E: Real>(query: &[(u32, f64)]) -> Vec<E> {
-    query.iter().map(|&(_, r)| E::from_f64(1.0 / r)).collect()
 }
 
 /// Rows of `K^T`, `(K .* M)^T` and, when given, `(K / r)^T` from the same rows of the
