@@ -3,7 +3,8 @@
 //!
 //! Cost for `n_w` selected words: `n_w v_s` exponentials, vectorized ([`crate::fast_exp`], within
 //! 1 ulp of std's), plus two products each; the four `n_w x stride` arrays are [`ZeroedBuf`]s,
-//! fresh zero pages from the allocator with no memset (`buffer.rs` says why not huge pages).
+//! an earlier query's buffers where the process has some, written whole without clearing them
+//! first (`buffer.rs` says why, and why not huge pages).
 
 use crate::buffer::ZeroedBuf;
 use crate::flops::{distance_flops, precompute_flops};
@@ -91,17 +92,18 @@ impl<E: Real> QueryKernels<E> {
 }
 
 impl<E: Real> QueryKernels<E> {
-    /// The three arrays for `rows` words of a `vs`-word query, from the spare buffers of earlier
-    /// queries where there are some (no fresh pages to fault in). The contents are left as they
-    /// were, for [`kernel_rows`] to overwrite whole.
-    pub(crate) fn for_rows(vs: usize, rows: usize) -> Self {
+    /// The three arrays for `rows` words of a `vs`-word query (`(K / r)^T` left empty unless
+    /// `with_kr`), from the spare buffers of earlier queries where there are some (no fresh
+    /// pages to fault in). The contents are left as they were, for [`kernel_rows`] to overwrite
+    /// whole, padding included.
+    pub(crate) fn for_rows(vs: usize, rows: usize, with_kr: bool) -> Self {
         let stride = padded_stride_of::<E>(vs);
         let len = rows * stride;
         QueryKernels {
             vs,
             stride,
             kt: ZeroedBuf::for_overwrite(len),
-            kr: ZeroedBuf::for_overwrite(len),
+            kr: ZeroedBuf::for_overwrite(if with_kr { len } else { 0 }),
             km: ZeroedBuf::for_overwrite(len),
         }
     }
@@ -129,10 +131,12 @@ fn precompute_arrays<E: Real>(
     let vs = query.len();
     let stride = padded_stride_of::<E>(vs);
     let r: Vec<E> = query.iter().map(|&(_, r)| E::from_f64(r)).collect();
-    // `kernel_rows` writes every value, padding included.
-    let mut kt = ZeroedBuf::for_overwrite(m.len());
-    let mut kr = ZeroedBuf::for_overwrite(if with_kr { m.len() } else { 0 });
-    let mut km = ZeroedBuf::for_overwrite(m.len());
+    let QueryKernels {
+        mut kt,
+        mut kr,
+        mut km,
+        ..
+    } = QueryKernels::for_rows(vs, m.len() / stride, with_kr);
     const ROWS: usize = 1024;
     let chunk = ROWS * stride;
     type Rows<'a, E> = (((&'a [E], &'a mut [E]), &'a mut [E]), Option<&'a mut [E]>);
