@@ -46,7 +46,14 @@ impl<E: Real> QuerySide<E> {
 
     /// The GEMM side of `query_words`, whatever the CPU (the portable path, and its tests).
     pub fn gemm(problem: &WmdProblem, query_words: &[u32]) -> QuerySide<E> {
-        let (vecs, norms) = query_vectors::<E>(problem, query_words);
+        let (mut vecs, norms) = query_vectors::<E>(problem, query_words);
+        // gemm's one-column case is a matrix-vector product that sums in another order than
+        // its microkernels (whose columns do not depend on each other): a one-word query alone
+        // would differ in rounding from the same word as a column of a batch's union. A zero
+        // second column keeps every query on the microkernels; `gemm_tile` clears its output.
+        if norms.len() == 1 {
+            vecs.resize(2 * problem.dim(), E::ZERO);
+        }
         QuerySide::Gemm { vecs, norms }
     }
 
@@ -172,6 +179,8 @@ fn gemm_tile<E: Real>(
     gathered: &mut Vec<E>,
 ) {
     let vs = query_norms.len();
+    // The GEMM's columns: `vs`, or 2 for a one-word query (see `QuerySide::gemm`).
+    let columns = query_vecs.len() / d.max(1);
     let m = words.len();
     if m == 0 {
         return;
@@ -188,14 +197,16 @@ fn gemm_tile<E: Real>(
         }
         gathered
     };
-    assert!(stride >= vs && out.len() >= m * stride && query_vecs.len() == vs * d);
-    // SAFETY: dst is `m x vs` inside `out` (m rows of `stride >= vs`, asserted), lhs is `m x d`
-    // row-major, rhs is `d x vs` read from the `vs x d` row-major query block; all pointers
-    // are valid for the extents gemm reads and writes, and `out` is exclusively borrowed.
+    assert!(columns >= vs && stride >= columns && out.len() >= m * stride);
+    assert_eq!(query_vecs.len(), columns * d);
+    // SAFETY: dst is `m x columns` inside `out` (m rows of `stride >= columns`, asserted), lhs
+    // is `m x d` row-major, rhs is `d x columns` read from the `columns x d` row-major query
+    // block; all pointers are valid for the extents gemm reads and writes, and `out` is
+    // exclusively borrowed.
     unsafe {
         gemm::gemm(
             m,
-            vs,
+            columns,
             d,
             out.as_mut_ptr(),
             1,
@@ -226,6 +237,7 @@ fn gemm_tile<E: Real>(
                 d2.sqrt()
             };
         }
+        row[vs..columns].fill(E::ZERO);
     }
 }
 
@@ -351,5 +363,39 @@ pub(crate) mod tests {
                 }
             }
         }
+    }
+
+    /// A batch computes one distance pass against the union of its queries' words and takes
+    /// each query's columns from it, which must be the query's own distances bit for bit.
+    fn a_column_does_not_depend_on_the_others<E: Real>() {
+        let p = random_problem(5, 400, 37, 3);
+        let words = WordSet::used(p.docs_by_word()).words;
+        let pool = Pool::new(Par::Seq).unwrap();
+        let union = [0, 3, 6, 7, 11];
+        for side_of in [QuerySide::<E>::gemm, E::query_side] {
+            let all = distances_with(&p, &side_of(&p, &union), &words, &pool);
+            let all_stride = padded_stride_of::<E>(union.len());
+            for (column, &w) in union.iter().enumerate() {
+                let alone = distances_with(&p, &side_of(&p, &[w]), &words, &pool);
+                let stride = padded_stride_of::<E>(1);
+                for k in 0..words.len() {
+                    assert_eq!(
+                        alone[k * stride].to_f64().to_bits(),
+                        all[k * all_stride + column].to_f64().to_bits(),
+                        "word {} to query word {w}",
+                        words[k]
+                    );
+                    assert!(alone[k * stride + 1..(k + 1) * stride]
+                        .iter()
+                        .all(|&x| x == E::ZERO));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_query_words_distances_do_not_depend_on_the_other_query_words() {
+        a_column_does_not_depend_on_the_others::<f64>();
+        a_column_does_not_depend_on_the_others::<f32>();
     }
 }
