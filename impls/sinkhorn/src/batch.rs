@@ -155,7 +155,7 @@ fn group_kernels<E: Real>(
     let union_stride = padded_stride_of::<E>(union.len());
     let mut kernels: Vec<QueryKernels<E>> = group
         .iter()
-        .map(|q| QueryKernels::for_rows(q.len(), words.len(), true))
+        .map(|q| QueryKernels::for_rows(q, words.len(), true))
         .collect();
 
     // Every tile's rows of every query's arrays, tile by tile.

@@ -72,6 +72,33 @@ pub trait Avx512Real: Real {
     /// # Safety
     /// AVX-512F.
     unsafe fn vsqrt(a: Self::V) -> Self::V;
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn vdiv(a: Self::V, b: Self::V) -> Self::V;
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn vsub(a: Self::V, b: Self::V) -> Self::V;
+    /// The larger of each pair (`b` where either is NaN).
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn vmax(a: Self::V, b: Self::V) -> Self::V;
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn vabs(a: Self::V) -> Self::V;
+    /// The lanes of `mask` where `a < b` (false where either is NaN).
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn mask_lt(mask: u32, a: Self::V, b: Self::V) -> u32;
+    /// `b` in the lanes of `mask`, `a` elsewhere.
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn blend(mask: u32, a: Self::V, b: Self::V) -> Self::V;
+    /// # Safety
+    /// AVX-512F; `p` 64-byte aligned with `VL` writable values.
+    unsafe fn store(p: *mut Self, v: Self::V);
+    /// # Safety
+    /// AVX-512F; `VL` writable values at `p`.
+    unsafe fn storeu(p: *mut Self, v: Self::V);
     /// The lanes of `mask` where `a <= b`.
     /// # Safety
     /// AVX-512F.
@@ -137,6 +164,48 @@ impl Avx512Real for f64 {
     #[target_feature(enable = "avx512f")]
     unsafe fn vsqrt(a: __m512d) -> __m512d {
         _mm512_sqrt_pd(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vdiv(a: __m512d, b: __m512d) -> __m512d {
+        _mm512_div_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vsub(a: __m512d, b: __m512d) -> __m512d {
+        _mm512_sub_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vmax(a: __m512d, b: __m512d) -> __m512d {
+        _mm512_max_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vabs(a: __m512d) -> __m512d {
+        _mm512_abs_pd(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn mask_lt(mask: u32, a: __m512d, b: __m512d) -> u32 {
+        _mm512_mask_cmp_pd_mask(mask as __mmask8, a, b, _CMP_LT_OQ) as u32
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn blend(mask: u32, a: __m512d, b: __m512d) -> __m512d {
+        _mm512_mask_blend_pd(mask as __mmask8, a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store(p: *mut f64, v: __m512d) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_store_pd(p, v) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn storeu(p: *mut f64, v: __m512d) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_storeu_pd(p, v) }
     }
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -206,6 +275,48 @@ impl Avx512Real for f32 {
     #[target_feature(enable = "avx512f")]
     unsafe fn vsqrt(a: __m512) -> __m512 {
         _mm512_sqrt_ps(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vdiv(a: __m512, b: __m512) -> __m512 {
+        _mm512_div_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vsub(a: __m512, b: __m512) -> __m512 {
+        _mm512_sub_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vmax(a: __m512, b: __m512) -> __m512 {
+        _mm512_max_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn vabs(a: __m512) -> __m512 {
+        _mm512_abs_ps(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn mask_lt(mask: u32, a: __m512, b: __m512) -> u32 {
+        _mm512_mask_cmp_ps_mask(mask as __mmask16, a, b, _CMP_LT_OQ) as u32
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn blend(mask: u32, a: __m512, b: __m512) -> __m512 {
+        _mm512_mask_blend_ps(mask as __mmask16, a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store(p: *mut f32, v: __m512) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_store_ps(p, v) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn storeu(p: *mut f32, v: __m512) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_storeu_ps(p, v) }
     }
     #[inline]
     #[target_feature(enable = "avx512f")]

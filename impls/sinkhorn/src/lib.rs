@@ -50,6 +50,8 @@ pub mod dense;
 pub mod distance;
 #[cfg(target_arch = "x86_64")]
 mod distance_avx512;
+#[cfg(target_arch = "x86_64")]
+mod doc_lanes;
 pub mod doc_major;
 mod fast_exp;
 pub mod flops;

@@ -71,6 +71,8 @@ pub struct QueryKernels<E: Real = f64> {
     pub kr: ZeroedBuf<E>,
     /// `(K .* M)^T`.
     pub km: ZeroedBuf<E>,
+    /// `1 / r_s` for each query word (a loop that divides by `r` itself reads it).
+    pub inv_r: Vec<E>,
 }
 
 impl<E: Real> QueryKernels<E> {
@@ -92,11 +94,12 @@ impl<E: Real> QueryKernels<E> {
 }
 
 impl<E: Real> QueryKernels<E> {
-    /// The three arrays for `rows` words of a `vs`-word query (`(K / r)^T` left empty unless
-    /// `with_kr`), from the spare buffers of earlier queries where there are some (no fresh
-    /// pages to fault in). The contents are left as they were, for [`kernel_rows`] to overwrite
-    /// whole, padding included.
-    pub(crate) fn for_rows(vs: usize, rows: usize, with_kr: bool) -> Self {
+    /// The arrays for `rows` words of `query` (`(K / r)^T` left empty unless `with_kr`), from
+    /// the spare buffers of earlier queries where there are some (no fresh pages to fault in).
+    /// The contents are left as they were, for [`kernel_rows`] to overwrite whole, padding
+    /// included; `1 / r` is filled in.
+    pub(crate) fn for_rows(query: &[(u32, f64)], rows: usize, with_kr: bool) -> Self {
+        let vs = query.len();
         let stride = padded_stride_of::<E>(vs);
         let len = rows * stride;
         QueryKernels {
@@ -105,6 +108,7 @@ impl<E: Real> QueryKernels<E> {
             kt: ZeroedBuf::for_overwrite(len),
             kr: ZeroedBuf::for_overwrite(if with_kr { len } else { 0 }),
             km: ZeroedBuf::for_overwrite(len),
+            inv_r: inverse_weights(query),
         }
     }
 }
@@ -135,8 +139,9 @@ fn precompute_arrays<E: Real>(
         mut kt,
         mut kr,
         mut km,
+        inv_r,
         ..
-    } = QueryKernels::for_rows(vs, m.len() / stride, with_kr);
+    } = QueryKernels::for_rows(query, m.len() / stride, with_kr);
     const ROWS: usize = 1024;
     let chunk = ROWS * stride;
     type Rows<'a, E> = (((&'a [E], &'a mut [E]), &'a mut [E]), Option<&'a mut [E]>);
@@ -162,7 +167,13 @@ fn precompute_arrays<E: Real>(
         kt,
         kr,
         km,
+        inv_r,
     }
+}
+
+/// `1 / r_s` for each word of `query`, rounded to `E` once.
+fn inverse_weights<E: Real>(query: &[(u32, f64)]) -> Vec<E> {
+    query.iter().map(|&(_, r)| E::from_f64(1.0 / r)).collect()
 }
 
 /// Rows of `K^T`, `(K .* M)^T` and, when given, `(K / r)^T` from the same rows of the

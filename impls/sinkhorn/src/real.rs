@@ -11,7 +11,8 @@ use crate::buffer::Spares;
 use crate::distance::QuerySide;
 #[cfg(target_arch = "x86_64")]
 use crate::distance_avx512::QueryPack;
-use crate::problem::WmdProblem;
+use crate::doc_major::{PartStats, SolveDocs};
+use crate::problem::{WmdError, WmdProblem};
 use crate::row_kernel::KernelTask;
 use parbench_common::work::Precision;
 use std::fmt::Debug;
@@ -37,6 +38,8 @@ pub trait Real:
     const ZERO: Self;
     /// 1.
     const ONE: Self;
+    /// Positive infinity.
+    const INFINITY: Self;
     /// Values in one AVX2 vector: the row kernels' lane count, and what rows are padded to.
     const LANES: usize;
     /// Bytes per value.
@@ -66,6 +69,8 @@ pub trait Real:
     fn max(self, other: Self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
+    /// `self a + b` with one rounding (a library call unless compiled with FMA).
+    fn mul_add(self, a: Self, b: Self) -> Self;
     /// `values` in this type: the slice itself for f64, rounded into `scratch` for f32.
     fn from_f64_slice<'a>(values: &'a [f64], scratch: &'a mut Vec<Self>) -> &'a [Self];
     /// The problem's embeddings in this type, row-major `V x d`.
@@ -95,11 +100,15 @@ pub trait Real:
     fn exp_neg_scaled(m: &[Self], lambda: f64, stride: usize, vs: usize, out: &mut [Self]);
     /// Runs `task` with the best row kernel for this type, this CPU and `stride`.
     fn dispatch<T: KernelTask<Self>>(stride: usize, task: T) -> T::Output;
+    /// The document-major loop with a document in each vector lane ([`crate::doc_lanes`]),
+    /// or `None` where it does not apply (then the row kernels run it).
+    fn solve_docs_in_lanes(task: &mut SolveDocs<'_, Self>) -> Option<Result<PartStats, WmdError>>;
 }
 
 impl Real for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
+    const INFINITY: f64 = f64::INFINITY;
     const LANES: usize = 4;
     const BYTES: usize = 8;
     const PRECISION: Precision = Precision::F64;
@@ -133,6 +142,10 @@ impl Real for f64 {
         f64::sqrt(self)
     }
     #[inline(always)]
+    fn mul_add(self, a: f64, b: f64) -> f64 {
+        f64::mul_add(self, a, b)
+    }
+    #[inline(always)]
     fn from_f64_slice<'a>(values: &'a [f64], _scratch: &'a mut Vec<f64>) -> &'a [f64] {
         values
     }
@@ -159,6 +172,15 @@ impl Real for f64 {
         }
         crate::fast_exp::exp_in_place(out);
     }
+    fn solve_docs_in_lanes(task: &mut SolveDocs<'_, f64>) -> Option<Result<PartStats, WmdError>> {
+        #[cfg(target_arch = "x86_64")]
+        return crate::doc_lanes::solve_docs(task);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = task;
+            None
+        }
+    }
     #[inline(always)]
     fn dispatch<T: KernelTask<f64>>(stride: usize, task: T) -> T::Output {
         crate::row_kernel::dispatch(stride, task)
@@ -168,6 +190,7 @@ impl Real for f64 {
 impl Real for f32 {
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
+    const INFINITY: f32 = f32::INFINITY;
     const LANES: usize = 8;
     const BYTES: usize = 4;
     const PRECISION: Precision = Precision::F32;
@@ -199,6 +222,10 @@ impl Real for f32 {
     #[inline(always)]
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn mul_add(self, a: f32, b: f32) -> f32 {
+        f32::mul_add(self, a, b)
     }
     #[inline(always)]
     fn from_f64_slice<'a>(values: &'a [f64], scratch: &'a mut Vec<f32>) -> &'a [f32] {
@@ -244,6 +271,15 @@ impl Real for f32 {
             for (o, &w) in out.iter_mut().zip(wide.iter()) {
                 *o = w as f32;
             }
+        }
+    }
+    fn solve_docs_in_lanes(task: &mut SolveDocs<'_, f32>) -> Option<Result<PartStats, WmdError>> {
+        #[cfg(target_arch = "x86_64")]
+        return crate::doc_lanes::solve_docs(task);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = task;
+            None
         }
     }
     #[inline(always)]
