@@ -2,10 +2,10 @@
 //! selected vocabulary words, word-major (see [`crate::row_kernel`] for the layout).
 //!
 //! Cost for `n_w` selected words and embedding dimension `d`: `2 n_w v_s d` flops plus `2 n_w d`
-//! for the norms. With AVX-512 an in-place microkernel ([`crate::distance_avx512`]) reads each
-//! embedding row once (91 MB at the paper's shape) instead of gathering the rows and letting a
-//! GEMM pack them again (three passes); at the paper's shape it runs at ~100 GFLOP/s on 2 threads
-//! (bandwidth-bound), ~60 on one. Elsewhere, one GEMM per block of words.
+//! for the norms. With AVX-512 or AVX2 an in-place microkernel ([`crate::distance_simd`]) reads
+//! each embedding row once (91 MB at the paper's shape) instead of gathering the rows and letting
+//! a GEMM pack them again (three passes); at the paper's shape it runs at ~100 GFLOP/s on 2
+//! threads with AVX-512 (bandwidth-bound), ~60 on one. Elsewhere, one GEMM per block of words.
 
 use crate::buffer::ZeroedBuf;
 use crate::pool::Pool;
@@ -22,9 +22,9 @@ pub(crate) const DISTANCE_TILE: usize = 256;
 /// query words' embeddings, their squared norms, packed into panels where the AVX-512 kernel runs.
 /// A batch of queries makes one for the union of its queries' words.
 pub enum QuerySide<E> {
-    /// The AVX-512 microkernel's panels ([`crate::distance_avx512`]).
+    /// The in-place microkernel's panels ([`crate::distance_simd`]).
     #[cfg(target_arch = "x86_64")]
-    Avx512(crate::distance_avx512::QueryPack<E>),
+    Packed(crate::distance_simd::QueryPack<E>),
     /// One GEMM per tile of words.
     Gemm {
         /// `v_s x d` row-major.
@@ -39,7 +39,7 @@ impl<E: Real> QuerySide<E> {
     pub fn words(&self) -> usize {
         match self {
             #[cfg(target_arch = "x86_64")]
-            QuerySide::Avx512(pack) => pack.vs(),
+            QuerySide::Packed(pack) => pack.vs(),
             QuerySide::Gemm { norms, .. } => norms.len(),
         }
     }
@@ -71,11 +71,8 @@ impl<E: Real> QuerySide<E> {
     ) {
         let vecs = E::embeddings(problem);
         match self {
-            // SAFETY: the side is only made when `available()` said the CPU has AVX-512F.
             #[cfg(target_arch = "x86_64")]
-            QuerySide::Avx512(pack) => unsafe {
-                E::avx512_distances(pack, vecs, words, stride, out)
-            },
+            QuerySide::Packed(pack) => E::packed_distances(pack, vecs, words, stride, out),
             QuerySide::Gemm {
                 vecs: query_vecs,
                 norms,
@@ -94,8 +91,8 @@ impl<E: Real> QuerySide<E> {
 }
 
 /// Distances between the query words and `words`, as an `words.len() x stride` word-major matrix
-/// (padding 0), `stride` the query's padded to `E`'s lanes. With AVX-512 the in-place
-/// microkernel of [`crate::distance_avx512`] reads each embedding row once; elsewhere a GEMM per
+/// (padding 0), `stride` the query's padded to `E`'s lanes. With AVX-512 or AVX2 the in-place
+/// microkernel of [`crate::distance_simd`] reads each embedding row once; elsewhere a GEMM per
 /// tile of [`DISTANCE_TILE`] words (gathered first when not consecutive). Tiles are spread over
 /// the pool's threads.
 pub fn query_distances<E: Real>(problem: &WmdProblem, words: &[u32], pool: &Pool) -> ZeroedBuf<E> {
@@ -140,21 +137,14 @@ fn query_vectors<E: Real>(problem: &WmdProblem, query_words: &[u32]) -> (Vec<E>,
     (query_vecs, query_norms)
 }
 
-/// The side [`Real::query_side`] makes: AVX-512 panels when the CPU has AVX-512F, else GEMM.
+/// The side [`Real::query_side`] makes: the microkernel's panels where the CPU has AVX-512F or
+/// AVX2 with FMA, else GEMM.
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn native_side<E: crate::distance_avx512::Avx512Real>(
-    problem: &WmdProblem,
-    query_words: &[u32],
-) -> QuerySide<E> {
-    if crate::distance_avx512::available() {
-        let (vecs, norms) = query_vectors::<E>(problem, query_words);
-        QuerySide::Avx512(crate::distance_avx512::QueryPack::new(
-            vecs,
-            &norms,
-            problem.dim(),
-        ))
-    } else {
-        QuerySide::gemm(problem, query_words)
+pub(crate) fn native_side<E: Real>(problem: &WmdProblem, query_words: &[u32]) -> QuerySide<E> {
+    let (vecs, norms) = query_vectors::<E>(problem, query_words);
+    match crate::distance_simd::QueryPack::for_this_cpu(vecs, &norms, problem.dim()) {
+        Ok(pack) => QuerySide::Packed(pack),
+        Err(_) => QuerySide::gemm(problem, query_words),
     }
 }
 

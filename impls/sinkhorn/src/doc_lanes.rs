@@ -38,12 +38,11 @@
 //! 26.7-41.9 and 11.2-17.5 against 21.1-35.1 (a noisy host: each pair ran back to back).
 
 use crate::buffer::ZeroedBuf;
-use crate::distance_avx512::Avx512Real;
 use crate::doc_major::{PartStats, SolveDocs};
 use crate::problem::WmdError;
 use crate::real::Real;
+use crate::simd::{has_avx2_fma, has_avx512f, Avx512Real, Vector, Ymm, Zmm};
 use std::arch::x86_64::*;
-use std::marker::PhantomData;
 
 /// Most lanes of any vector (f32 in 64 bytes).
 const MAX_LANES: usize = 16;
@@ -61,10 +60,10 @@ where
     if vp == 0 || vp > 32 {
         return None;
     }
-    if crate::distance_avx512::available() {
+    if has_avx512f() {
         // SAFETY: the CPU has AVX-512F (checked), all `Zmm` needs.
         Some(unsafe { by_width::<Zmm<E>>(task, vp) })
-    } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+    } else if has_avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked), all `Ymm` needs.
         Some(unsafe { by_width::<Ymm<E>>(task, vp) })
     } else {
@@ -96,59 +95,9 @@ unsafe fn by_width<L: LaneVec>(
     }
 }
 
-/// A vector of `VL` lanes of `E`, and what the lanes loop does with it. Every method needs the
-/// instruction set the type is named after (its `# Safety`), which [`solve_docs`] checked.
-pub(crate) trait LaneVec {
-    type E: Real;
-    type V: Copy;
-    /// Lanes per vector: documents per block.
-    const VL: usize;
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn zero() -> Self::V;
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn splat(x: Self::E) -> Self::V;
-    /// # Safety
-    /// The type's instruction set; `VL` readable values at `p`, aligned to the vector's size.
-    unsafe fn load(p: *const Self::E) -> Self::V;
-    /// # Safety
-    /// The type's instruction set; `VL` writable values at `p`, aligned to the vector's size.
-    unsafe fn store(p: *mut Self::E, v: Self::V);
-    /// # Safety
-    /// The type's instruction set; `VL` writable values at `p`.
-    unsafe fn storeu(p: *mut Self::E, v: Self::V);
-    /// `a b + c`, rounded once.
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn fmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn vadd(a: Self::V, b: Self::V) -> Self::V;
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn vsub(a: Self::V, b: Self::V) -> Self::V;
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn vmul(a: Self::V, b: Self::V) -> Self::V;
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn vdiv(a: Self::V, b: Self::V) -> Self::V;
-    /// The larger of each pair (`b` where either is NaN).
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn vmax(a: Self::V, b: Self::V) -> Self::V;
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn vabs(a: Self::V) -> Self::V;
-    /// The lanes of `mask` where `a < b` (false where either is NaN).
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn mask_lt(mask: u32, a: Self::V, b: Self::V) -> u32;
-    /// `b` in the lanes of `mask`, `a` elsewhere.
-    /// # Safety
-    /// The type's instruction set.
-    unsafe fn blend(mask: u32, a: Self::V, b: Self::V) -> Self::V;
+/// What the lanes loop needs of a vector beyond its arithmetic: the transposing copy, and the
+/// loop itself compiled for the vector's instruction set.
+pub(crate) trait LaneVec: Vector {
     /// For each group of `VL` of the first `vp` columns of the `VL` rows at `rows` (one per
     /// lane): the group's columns as vectors (lane `l` from row `l`), column `c` stored at
     /// `dst + c VL`.
@@ -168,12 +117,6 @@ pub(crate) trait LaneVec {
     ) -> Result<PartStats, WmdError>;
 }
 
-/// Lanes of AVX-512F vectors: 8 documents in f64, 16 in f32.
-pub(crate) struct Zmm<E>(PhantomData<E>);
-
-/// Lanes of AVX2 vectors (with FMA): 4 documents in f64, 8 in f32.
-pub(crate) struct Ymm<E>(PhantomData<E>);
-
 /// Sums of the axpys held in registers at once with AVX-512 (32 registers): every word of the
 /// widest query.
 const ZMM_SUMS: usize = 32;
@@ -182,66 +125,6 @@ const ZMM_SUMS: usize = 32;
 const YMM_SUMS: usize = 12;
 
 impl<E: ZmmTranspose> LaneVec for Zmm<E> {
-    type E = E;
-    type V = <E as Avx512Real>::V;
-    const VL: usize = <E as Avx512Real>::VL;
-    // SAFETY (each method below): the caller's contract is the delegate's.
-    #[inline(always)]
-    unsafe fn zero() -> Self::V {
-        unsafe { E::zero() }
-    }
-    #[inline(always)]
-    unsafe fn splat(x: E) -> Self::V {
-        unsafe { E::splat(x) }
-    }
-    #[inline(always)]
-    unsafe fn load(p: *const E) -> Self::V {
-        unsafe { E::load(p) }
-    }
-    #[inline(always)]
-    unsafe fn store(p: *mut E, v: Self::V) {
-        unsafe { E::store(p, v) }
-    }
-    #[inline(always)]
-    unsafe fn storeu(p: *mut E, v: Self::V) {
-        unsafe { E::storeu(p, v) }
-    }
-    #[inline(always)]
-    unsafe fn fmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V {
-        unsafe { E::fmadd(a, b, c) }
-    }
-    #[inline(always)]
-    unsafe fn vadd(a: Self::V, b: Self::V) -> Self::V {
-        unsafe { E::vadd(a, b) }
-    }
-    #[inline(always)]
-    unsafe fn vsub(a: Self::V, b: Self::V) -> Self::V {
-        unsafe { E::vsub(a, b) }
-    }
-    #[inline(always)]
-    unsafe fn vmul(a: Self::V, b: Self::V) -> Self::V {
-        unsafe { E::vmul(a, b) }
-    }
-    #[inline(always)]
-    unsafe fn vdiv(a: Self::V, b: Self::V) -> Self::V {
-        unsafe { E::vdiv(a, b) }
-    }
-    #[inline(always)]
-    unsafe fn vmax(a: Self::V, b: Self::V) -> Self::V {
-        unsafe { E::vmax(a, b) }
-    }
-    #[inline(always)]
-    unsafe fn vabs(a: Self::V) -> Self::V {
-        unsafe { E::vabs(a) }
-    }
-    #[inline(always)]
-    unsafe fn mask_lt(mask: u32, a: Self::V, b: Self::V) -> u32 {
-        unsafe { E::mask_lt(mask, a, b) }
-    }
-    #[inline(always)]
-    unsafe fn blend(mask: u32, a: Self::V, b: Self::V) -> Self::V {
-        unsafe { E::blend(mask, a, b) }
-    }
     #[inline(always)]
     unsafe fn transpose_rows(rows: &[*const E], vp: usize, dst: *mut E) {
         unsafe { E::transpose_rows(rows, vp, dst) }
@@ -388,83 +271,6 @@ fn transpose8(
 }
 
 impl LaneVec for Ymm<f64> {
-    type E = f64;
-    type V = __m256d;
-    const VL: usize = 4;
-    // SAFETY (each method below): AVX2 and FMA (the caller's contract); the loads and stores
-    // are the caller's too.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn zero() -> __m256d {
-        _mm256_setzero_pd()
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn splat(x: f64) -> __m256d {
-        _mm256_set1_pd(x)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn load(p: *const f64) -> __m256d {
-        unsafe { _mm256_load_pd(p) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn store(p: *mut f64, v: __m256d) {
-        unsafe { _mm256_store_pd(p, v) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn storeu(p: *mut f64, v: __m256d) {
-        unsafe { _mm256_storeu_pd(p, v) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn fmadd(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
-        _mm256_fmadd_pd(a, b, c)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vadd(a: __m256d, b: __m256d) -> __m256d {
-        _mm256_add_pd(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vsub(a: __m256d, b: __m256d) -> __m256d {
-        _mm256_sub_pd(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vmul(a: __m256d, b: __m256d) -> __m256d {
-        _mm256_mul_pd(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vdiv(a: __m256d, b: __m256d) -> __m256d {
-        _mm256_div_pd(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vmax(a: __m256d, b: __m256d) -> __m256d {
-        _mm256_max_pd(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vabs(a: __m256d) -> __m256d {
-        _mm256_andnot_pd(_mm256_set1_pd(-0.0), a)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn mask_lt(mask: u32, a: __m256d, b: __m256d) -> u32 {
-        mask & _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(a, b)) as u32
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn blend(mask: u32, a: __m256d, b: __m256d) -> __m256d {
-        let bits = _mm256_setr_epi64x(1, 2, 4, 8);
-        let set = _mm256_and_si256(_mm256_set1_epi64x(i64::from(mask)), bits);
-        _mm256_blendv_pd(a, b, _mm256_castsi256_pd(_mm256_cmpeq_epi64(set, bits)))
-    }
     /// 4 columns at a time: a 4x4 transpose in two rounds (pairs, then 128-bit halves).
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -499,83 +305,6 @@ impl LaneVec for Ymm<f64> {
 }
 
 impl LaneVec for Ymm<f32> {
-    type E = f32;
-    type V = __m256;
-    const VL: usize = 8;
-    // SAFETY (each method below): AVX2 and FMA (the caller's contract); the loads and stores
-    // are the caller's too.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn zero() -> __m256 {
-        _mm256_setzero_ps()
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn splat(x: f32) -> __m256 {
-        _mm256_set1_ps(x)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn load(p: *const f32) -> __m256 {
-        unsafe { _mm256_load_ps(p) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn store(p: *mut f32, v: __m256) {
-        unsafe { _mm256_store_ps(p, v) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn storeu(p: *mut f32, v: __m256) {
-        unsafe { _mm256_storeu_ps(p, v) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn fmadd(a: __m256, b: __m256, c: __m256) -> __m256 {
-        _mm256_fmadd_ps(a, b, c)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vadd(a: __m256, b: __m256) -> __m256 {
-        _mm256_add_ps(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vsub(a: __m256, b: __m256) -> __m256 {
-        _mm256_sub_ps(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vmul(a: __m256, b: __m256) -> __m256 {
-        _mm256_mul_ps(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vdiv(a: __m256, b: __m256) -> __m256 {
-        _mm256_div_ps(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vmax(a: __m256, b: __m256) -> __m256 {
-        _mm256_max_ps(a, b)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn vabs(a: __m256) -> __m256 {
-        _mm256_andnot_ps(_mm256_set1_ps(-0.0), a)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn mask_lt(mask: u32, a: __m256, b: __m256) -> u32 {
-        mask & _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b)) as u32
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn blend(mask: u32, a: __m256, b: __m256) -> __m256 {
-        let bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-        let set = _mm256_and_si256(_mm256_set1_epi32(mask as i32), bits);
-        _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_cmpeq_epi32(set, bits)))
-    }
     /// 8 columns at a time: an 8x8 transpose in three rounds (pairs, quadruples, then 128-bit
     /// halves).
     #[inline]

@@ -49,7 +49,7 @@ pub mod corpus;
 pub mod dense;
 pub mod distance;
 #[cfg(target_arch = "x86_64")]
-mod distance_avx512;
+mod distance_simd;
 #[cfg(target_arch = "x86_64")]
 mod doc_lanes;
 pub mod doc_major;
@@ -66,6 +66,8 @@ pub mod problem;
 pub mod real;
 pub mod reference;
 pub mod row_kernel;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 pub mod sparse;
 pub mod sparse_par;
 

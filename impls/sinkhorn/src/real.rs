@@ -10,7 +10,7 @@
 use crate::buffer::Spares;
 use crate::distance::QuerySide;
 #[cfg(target_arch = "x86_64")]
-use crate::distance_avx512::QueryPack;
+use crate::distance_simd::QueryPack;
 use crate::doc_major::{PartStats, SolveDocs};
 use crate::problem::{WmdError, WmdProblem};
 use crate::row_kernel::KernelTask;
@@ -76,14 +76,12 @@ pub trait Real:
     /// The problem's embeddings in this type, row-major `V x d`.
     fn embeddings(problem: &WmdProblem) -> &[Self];
     /// The query side of a distance computation for `query_words` (see [`crate::distance`]):
-    /// AVX-512 panels where the CPU has AVX-512F, else the GEMM's blocks.
+    /// the microkernel's panels where the CPU has AVX-512F or AVX2 with FMA, else the GEMM's
+    /// blocks.
     fn query_side(problem: &WmdProblem, query_words: &[u32]) -> QuerySide<Self>;
-    /// The AVX-512 kernel on one tile of words ([`crate::distance_avx512::distances`]).
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512F.
+    /// The in-place microkernel on one tile of words ([`crate::distance_simd::distances`]).
     #[cfg(target_arch = "x86_64")]
-    unsafe fn avx512_distances(
+    fn packed_distances(
         pack: &QueryPack<Self>,
         vecs: &[Self],
         words: &[u32],
@@ -156,15 +154,14 @@ impl Real for f64 {
         crate::distance::native_side(problem, query_words)
     }
     #[cfg(target_arch = "x86_64")]
-    unsafe fn avx512_distances(
+    fn packed_distances(
         pack: &QueryPack<f64>,
         vecs: &[f64],
         words: &[u32],
         stride: usize,
         out: &mut [f64],
     ) {
-        // SAFETY: the caller's contract.
-        unsafe { crate::distance_avx512::distances(pack, vecs, words, stride, out) }
+        crate::distance_simd::distances(pack, vecs, words, stride, out)
     }
     fn exp_neg_scaled(m: &[f64], lambda: f64, _stride: usize, _vs: usize, out: &mut [f64]) {
         for (k, &d) in out.iter_mut().zip(m) {
@@ -241,15 +238,14 @@ impl Real for f32 {
         crate::distance::native_side(problem, query_words)
     }
     #[cfg(target_arch = "x86_64")]
-    unsafe fn avx512_distances(
+    fn packed_distances(
         pack: &QueryPack<f32>,
         vecs: &[f32],
         words: &[u32],
         stride: usize,
         out: &mut [f32],
     ) {
-        // SAFETY: the caller's contract.
-        unsafe { crate::distance_avx512::distances(pack, vecs, words, stride, out) }
+        crate::distance_simd::distances(pack, vecs, words, stride, out)
     }
     /// The exponentials are taken in f64 by the vectorized kernel and rounded once, so each is
     /// the correctly rounded f32 but for double rounding (at most one ulp); the f64 scratch is a
