@@ -99,8 +99,6 @@ pub struct SolveDocs<'a, E: Real> {
     /// Each word's row in the kernel arrays.
     pub(crate) position: &'a [u32],
     pub(crate) kernels: &'a QueryKernels<E>,
-    /// `1 / r_s` for each query word (the lanes loop divides by `r` itself).
-    pub(crate) inv_r: &'a [E],
     pub(crate) params: &'a SinkhornParams,
     pub(crate) docs: std::ops::Range<usize>,
     pub(crate) out: &'a mut [f64],
@@ -117,7 +115,6 @@ impl<E: Real> KernelTask<E> for SolveDocs<'_, E> {
             params,
             docs,
             out,
-            ..
         } = self;
         solve_docs(kernel, by_doc, position, kernels, params, docs, out)
     }
@@ -317,7 +314,6 @@ pub(crate) fn solve_loop<E: Real>(
             by_doc,
             position: &collection.position,
             kernels,
-            inv_r: &kernels.inv_r,
             params,
             docs,
             out,

@@ -69,8 +69,6 @@ pub trait Real:
     fn max(self, other: Self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
-    /// `self a + b` with one rounding (a library call unless compiled with FMA).
-    fn mul_add(self, a: Self, b: Self) -> Self;
     /// `values` in this type: the slice itself for f64, rounded into `scratch` for f32.
     fn from_f64_slice<'a>(values: &'a [f64], scratch: &'a mut Vec<Self>) -> &'a [Self];
     /// The problem's embeddings in this type, row-major `V x d`.
@@ -138,10 +136,6 @@ impl Real for f64 {
     #[inline(always)]
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
-    }
-    #[inline(always)]
-    fn mul_add(self, a: f64, b: f64) -> f64 {
-        f64::mul_add(self, a, b)
     }
     #[inline(always)]
     fn from_f64_slice<'a>(values: &'a [f64], _scratch: &'a mut Vec<f64>) -> &'a [f64] {
@@ -219,10 +213,6 @@ impl Real for f32 {
     #[inline(always)]
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
-    }
-    #[inline(always)]
-    fn mul_add(self, a: f32, b: f32) -> f32 {
-        f32::mul_add(self, a, b)
     }
     #[inline(always)]
     fn from_f64_slice<'a>(values: &'a [f64], scratch: &'a mut Vec<f32>) -> &'a [f32] {
