@@ -239,6 +239,11 @@ pub trait Family: Send + Sync {
         dataset: Option<&Path>,
         seed: u64,
     ) -> anyhow::Result<PreparedInput>;
+    /// A name for everything [`Family::prepare`] reads from `point`, where the family can give
+    /// one: consecutive points of a plan with the same name share one input (a seed sweep over
+    /// one corpus reads it once). `None`: points share an input only when their parameters are
+    /// the same but for the runner's (`threads`).
+    fn input_key(&self, point: &TypedPoint) -> anyhow::Result<Option<String>>;
     /// Runs `variant` once on a prepared input with `threads` threads.
     fn run(
         &self,
@@ -355,6 +360,12 @@ pub trait TypedFamily: Send + Sync {
         dataset: Option<&Path>,
         seed: u64,
     ) -> anyhow::Result<PreparedInput>;
+    /// See [`Family::input_key`]. A family that gives one should build its input from a value
+    /// the key is the `Debug` form of, so that the key cannot leave out what `prepare` reads.
+    fn input_key(&self, point: &Self::Point) -> Option<String> {
+        let _ = point;
+        None
+    }
     /// See [`Family::run`].
     fn run(
         &self,
@@ -499,6 +510,9 @@ impl<F: TypedFamily> Family for F {
         seed: u64,
     ) -> anyhow::Result<PreparedInput> {
         TypedFamily::prepare(self, downcast(point, F::NAME)?, dataset, seed)
+    }
+    fn input_key(&self, point: &TypedPoint) -> anyhow::Result<Option<String>> {
+        Ok(TypedFamily::input_key(self, downcast(point, F::NAME)?))
     }
     fn run(
         &self,

@@ -2,7 +2,10 @@
 //! results, traces, progress) is the same whichever executes them:
 //!
 //! - [`InProcess`]: the family prepares the point's input once and runs each variant in this
-//!   process (threads as the point says). Before the point's first run it times the fixed
+//!   process (threads as the point says). Consecutive points that differ only in the runner's
+//!   parameters (`threads`) share one input: a family prepares from the typed point, which
+//!   leaves those out, so the second preparation would make the same input again (the 300 MB
+//!   of text and its gzip of `embeddings_loading`, twice, were most of that experiment's time). Before the point's first run it times the fixed
 //!   calibration work ([`crate::exec::calibration`]) on the point's threads, stored as every
 //!   run's `calibration_s` (not between runs: its arrays would evict the caches a run warmed,
 //!   and a sub-millisecond kernel would be timed cold: measured, 0.9x where it was 1.1x);
@@ -19,10 +22,11 @@
 use crate::exec::calibration::Calibration;
 use crate::exec::{callgrind, drill, launch};
 use crate::experiment::plan::{self, Plan};
-use crate::family::{Measurement, PreparedInput};
+use crate::family::{Measurement, Params, PreparedInput};
 use anyhow::{Context, Result};
 use parbench_common::Par;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The runs of `variant`, in order: warm-ups first, then repetitions.
 pub type Runs<'s> = Box<dyn Iterator<Item = Result<Measurement>> + 's>;
@@ -54,12 +58,65 @@ pub fn count_label(experiment: &str, index: usize, variant: &str, k: usize) -> S
 }
 
 /// Runs points in this process.
-pub struct InProcess;
+#[derive(Default)]
+pub struct InProcess {
+    /// The last point's input, under its parameters without the runner's.
+    last: std::sync::Mutex<Option<(InputKey, Arc<PreparedInput>)>>,
+}
+
+/// What a prepared input is made from.
+#[derive(PartialEq)]
+enum InputKey {
+    /// The family's name for it.
+    Named(String),
+    /// The point's parameters, the runner's left out.
+    Params(Params),
+}
+
+impl InProcess {
+    /// Point `index`'s input: the last point's when the family names both inputs alike
+    /// ([`crate::family::Family::input_key`]) or, where it names none, when their parameters
+    /// differ only in the runner's; else prepared now (the last one dropped first, so two are
+    /// never held).
+    fn input(&self, plan: &Plan, index: usize) -> Result<Arc<PreparedInput>> {
+        let key = match plan.family.input_key(&plan.typed[index])? {
+            Some(name) => InputKey::Named(name),
+            None => InputKey::Params(
+                plan.points[index]
+                    .iter()
+                    .filter(|(k, _)| !plan::RUNNER_PARAMS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+        };
+        let mut last = self
+            .last
+            .lock()
+            .map_err(|_| anyhow::anyhow!("internal: a point's preparation panicked"))?;
+        if let Some((last_key, input)) = last.as_ref() {
+            if *last_key == key {
+                return Ok(Arc::clone(input));
+            }
+        }
+        *last = None;
+        let input = Arc::new(
+            plan.family
+                .prepare(
+                    &plan.typed[index],
+                    plan.dataset.as_deref(),
+                    plan.config.data.seed,
+                )
+                .context("preparing the point's input")?,
+        );
+        *last = Some((key, Arc::clone(&input)));
+        Ok(input)
+    }
+}
 
 struct InProcessPoint<'a> {
     plan: &'a Plan,
     index: usize,
-    input: PreparedInput,
+    input: Arc<PreparedInput>,
     /// Seconds of the calibration timed when the point opened; `None` while counting
     /// instructions (the count does not need it, and valgrind is slow).
     calibration_s: Option<f64>,
@@ -92,14 +149,7 @@ impl Executor for InProcess {
                 .reduce(f64::min)
         };
         let slowdowns = drill::requested()?;
-        let input = plan
-            .family
-            .prepare(
-                &plan.typed[index],
-                plan.dataset.as_deref(),
-                plan.config.data.seed,
-            )
-            .context("preparing the point's input")?;
+        let input = self.input(plan, index)?;
         Ok(Box::new(InProcessPoint {
             plan,
             index,
@@ -245,6 +295,7 @@ impl OpenPoint for LaunchedPoint<'_> {
 /// The runner's default: [`Launcher`] for `backend: mpi` points, [`InProcess`] for the rest.
 pub struct PerPoint {
     launcher: Launcher,
+    in_process: InProcess,
 }
 
 impl PerPoint {
@@ -252,6 +303,7 @@ impl PerPoint {
     pub fn new(run_dir: &Path) -> PerPoint {
         PerPoint {
             launcher: Launcher::new(run_dir),
+            in_process: InProcess::default(),
         }
     }
 }
@@ -261,7 +313,7 @@ impl Executor for PerPoint {
         if plan::is_mpi_point(&plan.points[index]) {
             self.launcher.open(plan, index)
         } else {
-            InProcess.open(plan, index)
+            self.in_process.open(plan, index)
         }
     }
 }
@@ -311,5 +363,48 @@ impl<F: Fn(usize, &str, usize) -> Result<Measurement>> OpenPoint for ScriptedPoi
             executor.runs.set(run + 1);
             (executor.measure)(index, &variant, run)
         })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consecutive_points_apart_only_in_threads_share_their_input() {
+        let yaml = "name: shared_inputs
+paper: none
+reproduces: none
+family: mock
+data: { source: synthetic, seed: 1 }
+variants: [slow]
+sweep:
+  size: [10, 20]
+  threads: [1, 2]
+";
+        let plan = plan::build_from_str(yaml, Path::new("shared_inputs.yaml"), false, None)
+            .expect("a valid plan");
+        let sizes: Vec<_> = plan.points.iter().map(|p| p["size"].clone()).collect();
+        assert_eq!(sizes.len(), 4, "{sizes:?}");
+        let executor = InProcess::default();
+        let inputs: Vec<_> = (0..4)
+            .map(|i| executor.input(&plan, i).expect("prepared"))
+            .collect();
+        // Points 0-1 are size 10 on one and two threads, 2-3 size 20.
+        assert!(Arc::ptr_eq(&inputs[0], &inputs[1]));
+        assert!(Arc::ptr_eq(&inputs[2], &inputs[3]));
+        assert!(!Arc::ptr_eq(&inputs[1], &inputs[2]));
+        let size = |i: usize| inputs[i].downcast_ref::<crate::families::mock::MockPoint>();
+        assert_eq!(size(1).map(|p| p.size), Some(10));
+        assert_eq!(size(2).map(|p| p.size), Some(20));
+        // Back at a point whose input was dropped: prepared again, not handed a stale one.
+        let again = executor.input(&plan, 0).expect("prepared");
+        assert!(!Arc::ptr_eq(&again, &inputs[0]));
+        assert_eq!(
+            again
+                .downcast_ref::<crate::families::mock::MockPoint>()
+                .map(|p| p.size),
+            Some(10)
+        );
     }
 }

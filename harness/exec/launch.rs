@@ -101,7 +101,13 @@ impl From<WireMeasurement> for Measurement {
 /// Why an MPI point cannot run on this machine, if it cannot: the binary lacks the `mpi`
 /// feature, or the launcher program is not on the PATH.
 pub fn unavailable(launcher: &LauncherConfig) -> Option<String> {
-    if !cfg!(feature = "mpi") {
+    unavailable_to(cfg!(feature = "mpi"), launcher)
+}
+
+/// [`unavailable`] for a parbench built with the `mpi` feature or without it, so that one test
+/// build sees both answers.
+fn unavailable_to(built_with_mpi: bool, launcher: &LauncherConfig) -> Option<String> {
+    if !built_with_mpi {
         return Some(
             "this parbench was built without MPI (cargo build --release --features mpi)".into(),
         );
@@ -286,15 +292,24 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_launcher_program_is_reported_before_any_launch() {
-        let launcher = LauncherConfig {
+    fn a_missing_launcher_program_or_mpi_is_reported_before_any_launch() {
+        let missing = LauncherConfig {
             command: "no-such-mpirun-here".into(),
             args: Vec::new(),
         };
-        let why = unavailable(&launcher).expect("unavailable");
+        let why = unavailable_to(true, &missing).expect("a launcher that is not there");
         assert!(
-            why.contains("MPI") || why.contains("no-such-mpirun-here"),
+            why.contains("`no-such-mpirun-here` is not on the PATH"),
             "{why}"
         );
+        let why = unavailable_to(false, &missing).expect("a build without MPI");
+        assert!(why.contains("built without MPI"), "{why}");
+        // A launcher given by its path is found without the PATH.
+        let sh = LauncherConfig {
+            command: "/bin/sh".into(),
+            args: Vec::new(),
+        };
+        assert_eq!(unavailable_to(true, &sh), None);
+        assert!(unavailable_to(false, &sh).is_some());
     }
 }

@@ -127,8 +127,14 @@ fn a_failed_run_keeps_the_finished_points_and_a_resume_completes_the_sweep() {
     );
 
     // Resume in-process: points 0 and 1 are kept as they were, point 2 runs.
-    let resumed = runner::run_with(&plan, &run_dir, true, ProgressMode::Silent, &InProcess)
-        .expect("the resume completes");
+    let resumed = runner::run_with(
+        &plan,
+        &run_dir,
+        true,
+        ProgressMode::Silent,
+        &InProcess::default(),
+    )
+    .expect("the resume completes");
     assert_eq!(resumed.resumed_points, 2);
     for row in resumed.rows.iter().filter(|r| r.point < 2) {
         assert!(kept.contains(row), "a finished point was rerun: {row:?}");
