@@ -2,13 +2,15 @@
 //! results, traces, progress) is the same whichever executes them:
 //!
 //! - [`InProcess`]: the family prepares the point's input once and runs each variant in this
-//!   process (threads as the point says). Consecutive points that differ only in the runner's
-//!   parameters (`threads`) share one input: a family prepares from the typed point, which
-//!   leaves those out, so the second preparation would make the same input again (the 300 MB
-//!   of text and its gzip of `embeddings_loading`, twice, were most of that experiment's time). Before the point's first run it times the fixed
-//!   calibration work ([`crate::exec::calibration`]) on the point's threads, stored as every
-//!   run's `calibration_s` (not between runs: its arrays would evict the caches a run warmed,
-//!   and a sub-millisecond kernel would be timed cold: measured, 0.9x where it was 1.1x);
+//!   process (threads as the point says). Consecutive points share one input where it would
+//!   be made again: their parameters differ only in the runner's (`threads`, which the typed
+//!   point a family prepares from leaves out), or the family names both inputs alike
+//!   ([`crate::family::Family::input_key`]). Preparing the 300 MB of text and its gzip of
+//!   `embeddings_loading` once per thread count was most of that experiment's time. Before the
+//!   point's first run it times the fixed calibration work ([`crate::exec::calibration`]) on
+//!   the point's threads, stored as every run's `calibration_s` (not between runs: its arrays
+//!   would evict the caches a run warmed, and a sub-millisecond kernel would be timed cold:
+//!   measured, 0.9x where it was 1.1x);
 //!   under `parbench gate count` it brackets each run for callgrind
 //!   ([`crate::exec::callgrind`]); built with the `drill` feature it slows the variants the
 //!   drill names ([`crate::exec::drill`]).
@@ -60,7 +62,7 @@ pub fn count_label(experiment: &str, index: usize, variant: &str, k: usize) -> S
 /// Runs points in this process.
 #[derive(Default)]
 pub struct InProcess {
-    /// The last point's input, under its parameters without the runner's.
+    /// The last point's input, under what it is made from.
     last: std::sync::Mutex<Option<(InputKey, Arc<PreparedInput>)>>,
 }
 

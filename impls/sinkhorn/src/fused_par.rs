@@ -21,8 +21,8 @@
 //!   for a whole time slice.
 //! - The SpMM multiplies by `K`, not `K / r`, and the reduction divides by `r`: the kernel then
 //!   reads one row of kernel values per word instead of two (half the 6 MB streamed from L3 per
-//!   iteration), and with AVX-512 that row stays in registers for all the nonzeros of its word,
-//!   and the random columns of `u` and the accumulators are prefetched ([`avx512`]).
+//!   iteration), and with AVX-512 or AVX2 that row stays in registers for all the nonzeros of
+//!   its word, and the random columns of `u` and the accumulators are prefetched ([`held_row`]).
 //! - Not changed, on purpose: the split is the paper's equal-nonzero one. At this shape it leaves
 //!   the thread holding the rare words (~33k rows of one or two nonzeros, each row's 160 B of `K`
 //!   streamed from L3) ~40% slower than the other (10.3 vs 7.3 ms); splitting `nnz + rows`
@@ -460,7 +460,7 @@ impl Region<'_> {
         };
         let range = self.ranges[t];
         #[cfg(target_arch = "x86_64")]
-        if avx512::type1(self.words, self.c, self.kernels, range, u, active, acc) {
+        if held_row::type1(self.words, self.c, self.kernels, range, u, active, acc) {
             return;
         }
         sddmm_spmm_type1(
@@ -630,23 +630,24 @@ fn sum_and_clear(accs: &mut [&mut [f64]], at: usize, xn: &mut [f64], weights: &[
     }
 }
 
-/// SDDMM_SpMM type 1 with AVX-512 for strides up to 32 (queries of up to 32 words), `K^T` as the
-/// SpMM operand. Per word row, the row of `K^T` is loaded into (at most four) zmm registers once
-/// and serves every nonzero of the row for both the dot product and the axpy; per nonzero that
-/// leaves the `u_j` loads, `ceil(stride / 8)` FMAs, one horizontal sum, one division and the
-/// read-modify-write of `acc_j`, about half the instructions of the 4-lane row kernels. With the
-/// instructions gone, the random reads of `u_j`, `acc_j` bound the loop, so they are prefetched a
-/// few nonzeros ahead (with the 4-lane kernels, which are instruction-bound, that gained nothing),
-/// and the rows of `K^T` a few rows ahead.
+/// SDDMM_SpMM type 1 with AVX-512 or AVX2 for strides up to 32 (queries of up to 32 words),
+/// `K^T` as the SpMM operand. Per word row, the row of `K^T` is loaded into registers once (at
+/// most four zmm or eight ymm) and serves every nonzero of the row for both the dot product and
+/// the axpy; per nonzero that leaves the `u_j` loads, `ceil(stride / lanes)` FMAs, one horizontal
+/// sum, one division and the read-modify-write of `acc_j`, about half the instructions of the
+/// 4-lane row kernels. With the instructions gone, the random reads of `u_j`, `acc_j` bound the
+/// loop, so they are prefetched a few nonzeros ahead (with the 4-lane kernels, which are
+/// instruction-bound, that gained nothing), and the rows of `K^T` a few rows ahead.
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+mod held_row {
     use super::NonzeroRange;
     use crate::precompute::{QueryKernels, WordSet};
+    use crate::simd::{has_avx2_fma, has_avx512f, Vector, Ymm, Zmm};
     use parbench_common::Csr;
-    use std::arch::x86_64::*;
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
 
-    /// Runs the kernel and returns true, or returns false (doing nothing) when the CPU lacks
-    /// AVX-512F or the stride is above 32.
+    /// Runs the kernel and returns true, or returns false (doing nothing) when the CPU has
+    /// neither AVX-512F nor AVX2 with FMA, or the stride is not a multiple of 4 up to 32.
     pub(super) fn type1(
         words: &WordSet,
         c: &Csr,
@@ -656,9 +657,6 @@ mod avx512 {
         active: &[bool],
         acc: &mut [f64],
     ) -> bool {
-        if !std::arch::is_x86_feature_detected!("avx512f") {
-            return false;
-        }
         let args = (
             words,
             c.indices(),
@@ -669,21 +667,15 @@ mod avx512 {
             active,
             acc,
         );
-        // SAFETY: the CPU supports AVX-512F (checked above).
-        unsafe {
-            match kernels.stride {
-                4 => run::<4>(args),
-                8 => run::<8>(args),
-                12 => run::<12>(args),
-                16 => run::<16>(args),
-                20 => run::<20>(args),
-                24 => run::<24>(args),
-                28 => run::<28>(args),
-                32 => run::<32>(args),
-                _ => return false,
-            }
+        if has_avx512f() {
+            // SAFETY: the CPU supports AVX-512F (checked).
+            unsafe { zmm(kernels.stride, args) }
+        } else if has_avx2_fma() {
+            // SAFETY: the CPU supports AVX2 and FMA (checked).
+            unsafe { ymm(kernels.stride, args) }
+        } else {
+            false
         }
-        true
     }
 
     type Args<'a> = (
@@ -697,6 +689,43 @@ mod avx512 {
         &'a mut [f64],
     );
 
+    /// # Safety
+    /// AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn zmm(stride: usize, args: Args) -> bool {
+        // SAFETY: AVX-512F (the caller's contract).
+        unsafe { by_stride::<Zmm<f64>>(stride, args) }
+    }
+
+    /// # Safety
+    /// AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn ymm(stride: usize, args: Args) -> bool {
+        // SAFETY: AVX2 and FMA (the caller's contract).
+        unsafe { by_stride::<Ymm<f64>>(stride, args) }
+    }
+
+    /// # Safety
+    /// `V`'s instruction set.
+    #[inline(always)]
+    unsafe fn by_stride<V: Vector<E = f64>>(stride: usize, args: Args) -> bool {
+        // SAFETY: `V`'s instruction set (the caller's contract).
+        unsafe {
+            match stride {
+                4 => run::<V, 4>(args),
+                8 => run::<V, 8>(args),
+                12 => run::<V, 12>(args),
+                16 => run::<V, 16>(args),
+                20 => run::<V, 20>(args),
+                24 => run::<V, 24>(args),
+                28 => run::<V, 28>(args),
+                32 => run::<V, 32>(args),
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// Rows of `K^T` prefetched ahead. The part holding the rare words meets a new row every
     /// one or two nonzeros, streamed from L3; asking for it 32 rows early measured ~0.3 ms (3%)
     /// faster loops at the paper's shape (16 to 64 all help about as much).
@@ -705,56 +734,91 @@ mod avx512 {
     /// Nonzeros ahead whose columns of `u` and the accumulator are prefetched. The columns are
     /// read at random from `N x stride` arrays (800 KB each at the paper's shape, together
     /// beyond L2); asking for them 8 nonzeros early measured loops 15% faster on one thread
-    /// (20.6-20.9 -> 17.6-17.8 ms) and ~1.5 ms faster on two.
+    /// (20.6-20.9 -> 17.6-17.8 ms) and ~1.5 ms faster on two (AVX-512, Intel Xeon).
     const DOCS_AHEAD: usize = 8;
 
-    /// Asks for every cache line of the `S` values at `row`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
+    /// The most vectors a held row takes: 32 values in ymm registers.
+    const MAX_VECTORS: usize = 8;
+
+    /// Asks for every cache line of the `S` values at `row`. A prefetch is a hint and never
+    /// faults; addresses are only computed (wrapping).
+    #[inline(always)]
     fn prefetch_row<const S: usize>(row: *const f64) {
         let row = row as *const i8;
         for line in (0..S * 8).step_by(64) {
-            _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(line));
+            // SAFETY: SSE, which every x86_64 CPU has; a prefetch never faults.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(line)) };
         }
         // The last line, when the row does not start on a line boundary.
-        _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(S * 8 - 1));
+        // SAFETY: as above.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(S * 8 - 1)) };
     }
 
-    /// Lanes of vector `v` of a row of `S` values.
-    const fn lane_mask<const S: usize>(v: usize) -> __mmask8 {
-        let lanes = S.saturating_sub(8 * v);
-        let lanes = if lanes > 8 { 8 } else { lanes };
-        ((1u32 << lanes) - 1) as __mmask8
+    /// Lanes of vector `v` of a row of `S` values, `VL` to a vector.
+    const fn lane_mask<const S: usize>(vl: usize, v: usize) -> u32 {
+        let lanes = S.saturating_sub(vl * v);
+        let lanes = if lanes > vl { vl } else { lanes };
+        (1u32 << lanes) - 1
+    }
+
+    /// The lanes of `mask` from `p`: a plain load when they are all of the vector's (AVX2's
+    /// masked load and store cost more than plain ones; the strides of 4 values fill every
+    /// ymm).
+    ///
+    /// # Safety
+    /// `V`'s instruction set; the lanes of `mask` readable at `p`.
+    #[inline(always)]
+    unsafe fn load_lanes<V: Vector<E = f64>>(mask: u32, p: *const f64) -> V::V {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if mask == (1u32 << V::VL) - 1 {
+                V::loadu(p)
+            } else {
+                V::maskz_loadu(mask, p)
+            }
+        }
     }
 
     /// # Safety
-    /// AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn run<const S: usize>(args: Args) {
+    /// `V`'s instruction set; the lanes of `mask` writable at `p`.
+    #[inline(always)]
+    unsafe fn store_lanes<V: Vector<E = f64>>(mask: u32, p: *mut f64, x: V::V) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if mask == (1u32 << V::VL) - 1 {
+                V::storeu(p, x)
+            } else {
+                V::mask_storeu(p, mask, x)
+            }
+        }
+    }
+
+    /// # Safety
+    /// `V`'s instruction set.
+    #[inline(always)]
+    unsafe fn run<V: Vector<E = f64>, const S: usize>(args: Args) {
         let (words, docs, weights, kt, range, u, active, acc) = args;
-        let nv = S.div_ceil(8);
-        let masks: [__mmask8; 4] = std::array::from_fn(lane_mask::<S>);
+        let nv = S.div_ceil(V::VL);
+        assert!(nv <= MAX_VECTORS);
+        let masks: [u32; MAX_VECTORS] = std::array::from_fn(|v| lane_mask::<S>(V::VL, v));
         assert!(range.end <= docs.len() && range.end <= weights.len());
         let mut k = range.row;
         let mut p = range.first;
         while p < range.end {
             let row_end = words.row_ptr[k + 1].min(range.end);
             let krow = &kt[k * S..(k + 1) * S];
-            // A prefetch is a hint and never faults; addresses are only computed (wrapping), here
-            // and in `prefetch_row`.
-            let ahead = kt.as_ptr().wrapping_add((k + ROWS_AHEAD) * S) as *const i8;
-            for line in (0..S * 8).step_by(64) {
-                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line));
+            prefetch_row::<S>(kt.as_ptr().wrapping_add((k + ROWS_AHEAD) * S));
+            // SAFETY (the unsafe blocks below): `V`'s instruction set is the caller's contract;
+            // `VL v < S` for `v < nv`, so every pointer stays inside its slice of `S` values
+            // (`krow`, `uj`, `aj`, bounds-checked) and every load and store covers only its lanes
+            // inside them (`masks` covers `S` lanes); `aj` is borrowed mutably, so no other
+            // reference sees the stores.
+            // A loop, not `array::from_fn`: a closure is a function of its own, compiled
+            // without the instruction set of the function it is written in.
+            let mut kv = [unsafe { V::zero() }; MAX_VECTORS];
+            for (v, held) in kv.iter_mut().enumerate().take(nv) {
+                *held = unsafe { load_lanes::<V>(masks[v], krow.as_ptr().add(V::VL * v)) };
             }
-            let kv: [__m512d; 4] = std::array::from_fn(|v| {
-                if v < nv {
-                    // SAFETY: `8 v < S` for `v < nv`, so the pointer stays inside `krow`, and the
-                    // masked load reads only lanes `< S` of `krow` (`masks` covers `S` lanes).
-                    unsafe { _mm512_maskz_loadu_pd(masks[v], krow.as_ptr().add(8 * v)) }
-                } else {
-                    _mm512_setzero_pd()
-                }
-            });
             while p < row_end {
                 if let Some(&ahead) = docs.get(p + DOCS_AHEAD) {
                     let at = ahead as usize * S;
@@ -769,23 +833,17 @@ mod avx512 {
                 }
                 let uj = &u[j * S..(j + 1) * S];
                 let aj = &mut acc[j * S..(j + 1) * S];
-                // SAFETY (the unsafe blocks below): `uj` and `aj` are bounds-checked slices of
-                // `S` values and `8 v < S` for `v < nv`, so every pointer stays inside them; every
-                // load and store is masked to their `S` lanes; `aj` is borrowed mutably, so no
-                // other reference sees the stores.
-                let mut d = _mm512_mul_pd(kv[0], unsafe {
-                    _mm512_maskz_loadu_pd(masks[0], uj.as_ptr())
-                });
-                for v in 1..nv {
-                    let x = unsafe { _mm512_maskz_loadu_pd(masks[v], uj.as_ptr().add(8 * v)) };
-                    d = _mm512_fmadd_pd(kv[v], x, d);
-                }
-                let w = _mm512_set1_pd(c / _mm512_reduce_add_pd(d));
-                for v in 0..nv {
-                    unsafe {
-                        let at = aj.as_mut_ptr().add(8 * v);
-                        let y = _mm512_maskz_loadu_pd(masks[v], at);
-                        _mm512_mask_storeu_pd(at, masks[v], _mm512_fmadd_pd(w, kv[v], y));
+                unsafe {
+                    let mut d = V::vmul(kv[0], load_lanes::<V>(masks[0], uj.as_ptr()));
+                    for v in 1..nv {
+                        let x = load_lanes::<V>(masks[v], uj.as_ptr().add(V::VL * v));
+                        d = V::fmadd(kv[v], x, d);
+                    }
+                    let w = V::splat(c / V::reduce_add(d));
+                    for v in 0..nv {
+                        let at = aj.as_mut_ptr().add(V::VL * v);
+                        let y = load_lanes::<V>(masks[v], at);
+                        store_lanes::<V>(masks[v], at, V::fmadd(w, kv[v], y));
                     }
                 }
             }
@@ -812,11 +870,12 @@ mod tests {
         }
     }
 
-    /// Strides with the AVX-512 kernel (4, 20, 32) and above it (40: the portable kernels), with
-    /// and without a tolerance, for thread counts that do and do not divide the documents.
+    /// Every stride of the held-row kernel (4 to 32, AVX-512 or AVX2, masked and not) and one
+    /// above it (40: the portable kernels), with and without a tolerance, for thread counts
+    /// that do and do not divide the documents.
     #[test]
     fn equals_fused_for_every_stride_and_thread_count() {
-        for vs in [3, 19, 32, 37] {
+        for vs in [3, 7, 11, 15, 19, 23, 27, 32, 37] {
             let problem = generate(&spec(vs)).unwrap();
             for tol in [None, Some(1e-9)] {
                 let params = SinkhornParams {
