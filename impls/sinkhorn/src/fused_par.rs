@@ -761,38 +761,6 @@ mod held_row {
         (1u32 << lanes) - 1
     }
 
-    /// The lanes of `mask` from `p`: a plain load when they are all of the vector's (AVX2's
-    /// masked load and store cost more than plain ones; the strides of 4 values fill every
-    /// ymm).
-    ///
-    /// # Safety
-    /// `V`'s instruction set; the lanes of `mask` readable at `p`.
-    #[inline(always)]
-    unsafe fn load_lanes<V: Vector<E = f64>>(mask: u32, p: *const f64) -> V::V {
-        // SAFETY: the caller's contract.
-        unsafe {
-            if mask == (1u32 << V::VL) - 1 {
-                V::loadu(p)
-            } else {
-                V::maskz_loadu(mask, p)
-            }
-        }
-    }
-
-    /// # Safety
-    /// `V`'s instruction set; the lanes of `mask` writable at `p`.
-    #[inline(always)]
-    unsafe fn store_lanes<V: Vector<E = f64>>(mask: u32, p: *mut f64, x: V::V) {
-        // SAFETY: the caller's contract.
-        unsafe {
-            if mask == (1u32 << V::VL) - 1 {
-                V::storeu(p, x)
-            } else {
-                V::mask_storeu(p, mask, x)
-            }
-        }
-    }
-
     /// # Safety
     /// `V`'s instruction set.
     #[inline(always)]
@@ -817,7 +785,7 @@ mod held_row {
             // without the instruction set of the function it is written in.
             let mut kv = [unsafe { V::zero() }; MAX_VECTORS];
             for (v, held) in kv.iter_mut().enumerate().take(nv) {
-                *held = unsafe { load_lanes::<V>(masks[v], krow.as_ptr().add(V::VL * v)) };
+                *held = unsafe { V::maskz_loadu(masks[v], krow.as_ptr().add(V::VL * v)) };
             }
             while p < row_end {
                 if let Some(&ahead) = docs.get(p + DOCS_AHEAD) {
@@ -834,16 +802,16 @@ mod held_row {
                 let uj = &u[j * S..(j + 1) * S];
                 let aj = &mut acc[j * S..(j + 1) * S];
                 unsafe {
-                    let mut d = V::vmul(kv[0], load_lanes::<V>(masks[0], uj.as_ptr()));
+                    let mut d = V::vmul(kv[0], V::maskz_loadu(masks[0], uj.as_ptr()));
                     for v in 1..nv {
-                        let x = load_lanes::<V>(masks[v], uj.as_ptr().add(V::VL * v));
+                        let x = V::maskz_loadu(masks[v], uj.as_ptr().add(V::VL * v));
                         d = V::fmadd(kv[v], x, d);
                     }
                     let w = V::splat(c / V::reduce_add(d));
                     for v in 0..nv {
                         let at = aj.as_mut_ptr().add(V::VL * v);
-                        let y = load_lanes::<V>(masks[v], at);
-                        store_lanes::<V>(masks[v], at, V::fmadd(w, kv[v], y));
+                        let y = V::maskz_loadu(masks[v], at);
+                        V::mask_storeu(at, masks[v], V::fmadd(w, kv[v], y));
                     }
                 }
             }

@@ -536,8 +536,16 @@ impl Vector for Ymm<f64> {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn maskz_loadu(mask: u32, p: *const f64) -> __m256d {
-        // SAFETY: the caller's contract.
-        unsafe { _mm256_maskload_pd(p, lanes_f64(mask)) }
+        // A full mask takes the plain load: AVX2's masked loads and stores cost more, and
+        // fused-par's held rows fill every vector (masks are constants there, so the test folds).
+        // SAFETY: the caller's contract (all 4 lanes readable when the mask holds them all).
+        unsafe {
+            if mask & 0xF == 0xF {
+                _mm256_loadu_pd(p)
+            } else {
+                _mm256_maskload_pd(p, lanes_f64(mask))
+            }
+        }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -554,8 +562,14 @@ impl Vector for Ymm<f64> {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn mask_storeu(p: *mut f64, mask: u32, v: __m256d) {
-        // SAFETY: the caller's contract.
-        unsafe { _mm256_maskstore_pd(p, lanes_f64(mask), v) }
+        // SAFETY: the caller's contract (all 4 lanes writable when the mask holds them all).
+        unsafe {
+            if mask & 0xF == 0xF {
+                _mm256_storeu_pd(p, v)
+            } else {
+                _mm256_maskstore_pd(p, lanes_f64(mask), v)
+            }
+        }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -649,8 +663,14 @@ impl Vector for Ymm<f32> {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn maskz_loadu(mask: u32, p: *const f32) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { _mm256_maskload_ps(p, lanes_f32(mask)) }
+        // SAFETY: the caller's contract (all 8 lanes readable when the mask holds them all).
+        unsafe {
+            if mask & 0xFF == 0xFF {
+                _mm256_loadu_ps(p)
+            } else {
+                _mm256_maskload_ps(p, lanes_f32(mask))
+            }
+        }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -667,8 +687,14 @@ impl Vector for Ymm<f32> {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn mask_storeu(p: *mut f32, mask: u32, v: __m256) {
-        // SAFETY: the caller's contract.
-        unsafe { _mm256_maskstore_ps(p, lanes_f32(mask), v) }
+        // SAFETY: the caller's contract (all 8 lanes writable when the mask holds them all).
+        unsafe {
+            if mask & 0xFF == 0xFF {
+                _mm256_storeu_ps(p, v)
+            } else {
+                _mm256_maskstore_ps(p, lanes_f32(mask), v)
+            }
+        }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
