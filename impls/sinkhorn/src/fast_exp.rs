@@ -1,35 +1,29 @@
 //! Vectorized `exp` for the precompute phase (`K = exp(-lambda M)`: 720k exponentials at the
-//! paper's shape, ~20 cycles each with glibc's scalar `exp`).
+//! paper's shape, ~20 cycles each with glibc's scalar `exp`, 5 ms of a one-thread query).
 //!
-//! Algorithm (AVX-512F, 8 lanes): Cody-Waite reduction `x = k ln2 + r`, `k = round(x / ln2)`
-//! obtained exactly with the 1.5 * 2^52 shifter (one FMA), `r = x - k ln2_hi - k ln2_lo` with
-//! fdlibm's split of ln2 (two FMAs), `|r| <= ln2 / 2`; `e^r` by its Taylor polynomial of degree 13
-//! in Horner form (truncation error `r^14 / 14! < 5e-18`, far below one ulp; rounding of the
-//! FMAs ~1 ulp), then `2^k` built from the exponent bits, an exact scaling. Arguments outside
+//! Algorithm, one kernel for AVX-512F (8 lanes) and AVX2 with FMA (4 lanes), written once over
+//! [`crate::simd::Vector`]: Cody-Waite reduction `x = k ln2 + r`, `k = round(x / ln2)` obtained
+//! exactly with the 1.5 * 2^52 shifter (one FMA), `r = x - k ln2_hi - k ln2_lo` with fdlibm's
+//! split of ln2 (two FMAs), `|r| <= ln2 / 2`; `e^r` by its Taylor polynomial of degree 13 in
+//! Horner form (truncation error `r^14 / 14! < 5e-18`, far below one ulp; rounding of the FMAs
+//! ~1 ulp), then `2^k` built from the exponent bits, an exact scaling. Arguments outside
 //! `[-708, 709]` (where `2^k` or the result leaves the normal range), and NaN, go lane by lane to
 //! `f64::exp`, so subnormal results, underflow to 0, overflow to infinity and NaN propagate exactly
 //! as in std. Measured error against std: at most 1 ulp over `[-760, 720]` (the tests allow 2).
-//! Without AVX-512F, [`exp_in_place`] is std's `exp` per value.
+//! Both widths round the same operations in the same order, so they agree bit for bit. Without
+//! either instruction set, [`exp_in_place`] is std's `exp` per value.
 
 /// Replaces every value of `xs` by its exponential.
 pub fn exp_in_place(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512f() {
-        // SAFETY: the CPU supports AVX-512F (checked just above).
-        unsafe { avx512::exp_in_place(xs) };
+    if lanes::exp_in_place(xs) {
         return;
     }
     exp_in_place_portable(xs)
 }
 
-/// Whether [`exp_in_place`] takes the AVX-512F path on this CPU.
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn has_avx512f() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-}
-
-/// The path [`exp_in_place`] takes without AVX-512F, whatever the CPU has: std's `exp` per
-/// value. Callable directly so that tests on an AVX-512 host still check it.
+/// The path [`exp_in_place`] takes without a vector instruction set, whatever the CPU has: std's
+/// `exp` per value. Callable directly so that tests on a vector host still check it.
 pub(crate) fn exp_in_place_portable(xs: &mut [f64]) {
     for x in xs {
         *x = x.exp();
@@ -37,7 +31,8 @@ pub(crate) fn exp_in_place_portable(xs: &mut [f64]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+mod lanes {
+    use crate::simd::{has_avx2_fma, has_avx512f, Vector, Ymm, Zmm};
     use std::arch::x86_64::*;
 
     /// Arguments in this range take the vector path.
@@ -64,78 +59,147 @@ mod avx512 {
         1.0 / 2.0,
     ];
 
+    /// The f64 vectors the kernel runs on, with the one integer step [`Vector`] lacks.
+    pub(super) trait ExpVector: Vector<E = f64> {
+        /// `2^k` in each lane, where `shifted - shifter` is the integer `k` in
+        /// `-1022..=1023` (held in `shifted`'s low mantissa bits).
+        /// # Safety
+        /// The type's instruction set.
+        unsafe fn pow2(shifted: Self::V, shifter: Self::V) -> Self::V;
+    }
+
+    impl ExpVector for Zmm<f64> {
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn pow2(shifted: __m512d, shifter: __m512d) -> __m512d {
+            let k = _mm512_sub_epi64(_mm512_castpd_si512(shifted), _mm512_castpd_si512(shifter));
+            let biased = _mm512_add_epi64(k, _mm512_set1_epi64(1023));
+            _mm512_castsi512_pd(_mm512_slli_epi64::<52>(biased))
+        }
+    }
+
+    impl ExpVector for Ymm<f64> {
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn pow2(shifted: __m256d, shifter: __m256d) -> __m256d {
+            let k = _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(shifter));
+            let biased = _mm256_add_epi64(k, _mm256_set1_epi64x(1023));
+            _mm256_castsi256_pd(_mm256_slli_epi64::<52>(biased))
+        }
+    }
+
+    /// Takes the widest kernel this CPU has and returns true, or returns false (doing nothing)
+    /// when it has neither AVX-512F nor AVX2 with FMA.
+    pub(super) fn exp_in_place(xs: &mut [f64]) -> bool {
+        if has_avx512f() {
+            // SAFETY: the CPU supports AVX-512F (checked).
+            unsafe { zmm(xs) };
+        } else if has_avx2_fma() {
+            // SAFETY: the CPU supports AVX2 and FMA (checked).
+            unsafe { ymm(xs) };
+        } else {
+            return false;
+        }
+        true
+    }
+
     /// # Safety
-    /// The CPU must support AVX-512F.
+    /// AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn exp_in_place(xs: &mut [f64]) {
-        let mut chunks = xs.chunks_exact_mut(8);
+    pub(super) unsafe fn zmm(xs: &mut [f64]) {
+        // SAFETY: AVX-512F (the caller's contract).
+        unsafe { exp_slice::<Zmm<f64>>(xs) }
+    }
+
+    /// # Safety
+    /// AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn ymm(xs: &mut [f64]) {
+        // SAFETY: AVX2 and FMA (the caller's contract).
+        unsafe { exp_slice::<Ymm<f64>>(xs) }
+    }
+
+    /// # Safety
+    /// `V`'s instruction set.
+    #[inline(always)]
+    unsafe fn exp_slice<V: ExpVector>(xs: &mut [f64]) {
+        let full = (1u32 << V::VL) - 1;
+        let mut chunks = xs.chunks_exact_mut(V::VL);
         for c in &mut chunks {
-            // SAFETY: `c` holds 8 values, so the load and the store stay inside it; the CPU has
-            // AVX-512F (this function's contract), all `exp8` and `fix_lanes` need.
+            // SAFETY: `c` holds `VL` values, so the load and the store stay inside it; `V`'s
+            // instruction set (the caller's contract) is all `exp_lanes` needs.
             unsafe {
-                let x = _mm512_loadu_pd(c.as_ptr());
-                let (y, ok) = exp8(x);
-                _mm512_storeu_pd(c.as_mut_ptr(), y);
-                if ok != 0xff {
-                    fix_lanes(c, x, ok);
+                let x = V::loadu(c.as_ptr());
+                let (y, ok) = exp_lanes::<V>(x, full);
+                V::storeu(c.as_mut_ptr(), y);
+                if ok != full {
+                    fix_lanes::<V>(c, x, ok);
                 }
             }
         }
         let tail = chunks.into_remainder();
         if !tail.is_empty() {
-            let mask: __mmask8 = ((1u32 << tail.len()) - 1) as __mmask8;
-            // SAFETY: masked loads and stores touch only the `tail.len()` values of `tail`; the
-            // CPU has AVX-512F (this function's contract), all `exp8` and `fix_lanes` need.
+            let mask = (1u32 << tail.len()) - 1;
+            // SAFETY: masked loads and stores touch only the `tail.len()` values of `tail`;
+            // `V`'s instruction set (the caller's contract).
             unsafe {
-                let x = _mm512_maskz_loadu_pd(mask, tail.as_ptr());
-                let (y, ok) = exp8(x);
-                _mm512_mask_storeu_pd(tail.as_mut_ptr(), mask, y);
-                if ok | !mask != 0xff {
-                    fix_lanes(tail, x, ok);
+                let x = V::maskz_loadu(mask, tail.as_ptr());
+                let (y, ok) = exp_lanes::<V>(x, mask);
+                V::mask_storeu(tail.as_mut_ptr(), mask, y);
+                if ok != mask {
+                    fix_lanes::<V>(tail, x, ok);
                 }
             }
         }
     }
 
-    /// Lanes not in `ok` get std's `exp` of their argument.
+    /// Lanes of `out` not in `ok` get std's `exp` of their argument in `x`.
+    /// # Safety
+    /// `V`'s instruction set.
+    #[inline(always)]
+    unsafe fn fix_lanes<V: ExpVector>(out: &mut [f64], x: V::V, ok: u32) {
+        let mut args = [0.0; 16];
+        // SAFETY: `args` holds at least `VL` values, all the unaligned store writes; `V`'s
+        // instruction set (the caller's contract).
+        unsafe { V::storeu(args.as_mut_ptr(), x) };
+        std_exp_outside(out, &args, ok);
+    }
+
+    /// `out[l] = exp(args[l])` for the lanes `l` not in `ok` (out of the vector path's range).
     #[cold]
     #[inline(never)]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn fix_lanes(out: &mut [f64], x: __m512d, ok: __mmask8) {
-        let mut args = [0.0; 8];
-        // SAFETY: `args` holds 8 values, all the unaligned store writes.
-        unsafe { _mm512_storeu_pd(args.as_mut_ptr(), x) };
-        for (l, y) in out.iter_mut().enumerate() {
+    fn std_exp_outside(out: &mut [f64], args: &[f64], ok: u32) {
+        for (l, (y, &x)) in out.iter_mut().zip(args).enumerate() {
             if ok & (1 << l) == 0 {
-                *y = args[l].exp();
+                *y = x.exp();
             }
         }
     }
 
-    /// `exp` of 8 lanes, and the mask of lanes whose argument was in `[LOW, HIGH]` (the others'
-    /// results are meaningless).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn exp8(x: __m512d) -> (__m512d, __mmask8) {
-        let ok = _mm512_cmp_pd_mask(x, _mm512_set1_pd(LOW), _CMP_GE_OQ)
-            & _mm512_cmp_pd_mask(x, _mm512_set1_pd(HIGH), _CMP_LE_OQ);
-        let shifter = _mm512_set1_pd(SHIFTER);
-        let shifted = _mm512_fmadd_pd(x, _mm512_set1_pd(std::f64::consts::LOG2_E), shifter);
-        let k = _mm512_sub_pd(shifted, shifter);
-        let r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_HI), x);
-        let r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_LO), r);
-        let mut p = _mm512_set1_pd(INV_FACT[0]);
-        for &c in &INV_FACT[1..] {
-            p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+    /// `exp` of the lanes of `mask`, and the lanes of `mask` whose argument was in
+    /// `[LOW, HIGH]` (the others' results are meaningless).
+    /// # Safety
+    /// `V`'s instruction set.
+    #[inline(always)]
+    unsafe fn exp_lanes<V: ExpVector>(x: V::V, mask: u32) -> (V::V, u32) {
+        // SAFETY: `V`'s instruction set (the caller's contract) is all these need.
+        unsafe {
+            let ok = V::mask_le(mask, V::splat(LOW), x) & V::mask_le(mask, x, V::splat(HIGH));
+            let shifter = V::splat(SHIFTER);
+            let shifted = V::fmadd(x, V::splat(std::f64::consts::LOG2_E), shifter);
+            let k = V::vsub(shifted, shifter);
+            // `x - k ln2_hi` rounded once, as an FNMADD would: negating a factor is exact.
+            let r = V::fmadd(k, V::splat(-LN2_HI), x);
+            let r = V::fmadd(k, V::splat(-LN2_LO), r);
+            let mut p = V::splat(INV_FACT[0]);
+            for &c in &INV_FACT[1..] {
+                p = V::fmadd(p, r, V::splat(c));
+            }
+            let one = V::splat(1.0);
+            p = V::fmadd(p, r, one);
+            p = V::fmadd(p, r, one);
+            (V::vmul(p, V::pow2(shifted, shifter)), ok)
         }
-        let one = _mm512_set1_pd(1.0);
-        p = _mm512_fmadd_pd(p, r, one);
-        p = _mm512_fmadd_pd(p, r, one);
-        // `shifted`'s bits minus the shifter's are `k` as a 64-bit integer; `(k + 1023) << 52` is
-        // `2^k`, a normal number for every in-range lane (`-1022 <= k <= 1023`).
-        let ki = _mm512_sub_epi64(_mm512_castpd_si512(shifted), _mm512_castpd_si512(shifter));
-        let scale = _mm512_slli_epi64::<52>(_mm512_add_epi64(ki, _mm512_set1_epi64(1023)));
-        (_mm512_mul_pd(p, _mm512_castsi512_pd(scale)), ok)
     }
 }
 
@@ -151,18 +215,28 @@ mod tests {
     /// One implementation of `exp_in_place`.
     type ExpPath = fn(&mut [f64]);
 
-    /// Every implementation of `exp_in_place` this CPU can run, by name: the portable path
-    /// always (called directly, so it is checked on an AVX-512 host too), the AVX-512F kernel
-    /// only where the CPU has it (called directly too, not through the dispatch).
+    /// Every implementation of `exp_in_place` this CPU can run, by name, narrowest first: the
+    /// portable path always (called directly, so it is checked on a vector host too), each
+    /// vector kernel only where the CPU has its instruction set (called directly too, not
+    /// through the dispatch).
     fn paths() -> Vec<(&'static str, ExpPath)> {
         let mut paths: Vec<(&'static str, ExpPath)> = vec![("portable", exp_in_place_portable)];
         #[cfg(target_arch = "x86_64")]
-        if has_avx512f() {
-            fn avx512(xs: &mut [f64]) {
-                // SAFETY: only listed where the CPU has AVX-512F.
-                unsafe { avx512::exp_in_place(xs) }
+        {
+            if crate::simd::has_avx2_fma() {
+                fn avx2(xs: &mut [f64]) {
+                    // SAFETY: only listed where the CPU has AVX2 and FMA.
+                    unsafe { lanes::ymm(xs) }
+                }
+                paths.push(("avx2+fma", avx2));
             }
-            paths.push(("avx512f", avx512));
+            if crate::simd::has_avx512f() {
+                fn avx512(xs: &mut [f64]) {
+                    // SAFETY: only listed where the CPU has AVX-512F.
+                    unsafe { lanes::zmm(xs) }
+                }
+                paths.push(("avx512f", avx512));
+            }
         }
         paths
     }
@@ -230,6 +304,27 @@ mod tests {
             direct.iter().map(|y| y.to_bits()).collect::<Vec<_>>(),
             "exp_in_place is not the {widest} path"
         );
+    }
+
+    #[test]
+    fn the_vector_widths_agree_bit_for_bit() {
+        let args = arguments();
+        let vector: Vec<_> = paths().into_iter().skip(1).collect();
+        eprintln!(
+            "fast_exp: vector paths {:?}",
+            vector.iter().map(|p| p.0).collect::<Vec<_>>()
+        );
+        let bits = |exp: ExpPath| {
+            let mut ys = args.clone();
+            exp(&mut ys);
+            ys.iter().map(|y| y.to_bits()).collect::<Vec<_>>()
+        };
+        if let Some((first, rest)) = vector.split_first() {
+            let expected = bits(first.1);
+            for (name, exp) in rest {
+                assert!(bits(*exp) == expected, "{name} differs from {}", first.0);
+            }
+        }
     }
 
     #[test]
