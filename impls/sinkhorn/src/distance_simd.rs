@@ -340,24 +340,37 @@ unsafe fn panel_block<V: Vector, const MR: usize, const NV: usize>(
     }
 }
 
-/// `|a|^2` with `VL`-lane partial sums.
+/// `|a|^2` with four independent `VL`-lane partial sums: one running sum was a chain of
+/// `d / VL` FMAs at the FMA's latency, about 300 cycles a word at d = 300 with AVX2, a third of
+/// the word's whole distance work.
 ///
 /// # Safety
 /// `V`'s instruction set.
 #[inline(always)]
 unsafe fn squared_norm<V: Vector>(a: &[V::E]) -> V::E {
     // SAFETY (the vector operations): `V`'s instruction set, this function's contract.
-    let mut acc = unsafe { V::zero() };
-    let mut chunks = a.chunks_exact(V::VL);
+    let mut acc = [unsafe { V::zero() }; 4];
+    let mut quads = a.chunks_exact(4 * V::VL);
+    for c in &mut quads {
+        for (j, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: `c` holds 4 VL values.
+            let x = unsafe { V::loadu(c.as_ptr().add(j * V::VL)) };
+            *acc = unsafe { V::fmadd(x, x, *acc) };
+        }
+    }
+    let mut chunks = quads.remainder().chunks_exact(V::VL);
     for c in &mut chunks {
         // SAFETY: `c` holds VL values.
         let x = unsafe { V::loadu(c.as_ptr()) };
-        acc = unsafe { V::fmadd(x, x, acc) };
+        acc[0] = unsafe { V::fmadd(x, x, acc[0]) };
     }
     let tail = chunks.remainder();
     let mask = ((1u64 << tail.len()) - 1) as u32;
     // SAFETY: the masked load reads only the `tail.len()` values of `tail`.
     let x = unsafe { V::maskz_loadu(mask, tail.as_ptr()) };
-    acc = unsafe { V::fmadd(x, x, acc) };
-    unsafe { V::reduce_add(acc) }
+    acc[1] = unsafe { V::fmadd(x, x, acc[1]) };
+    unsafe {
+        let sum = V::vadd(V::vadd(acc[0], acc[2]), V::vadd(acc[1], acc[3]));
+        V::reduce_add(sum)
+    }
 }
