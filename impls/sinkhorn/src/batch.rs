@@ -7,8 +7,8 @@
 //! distance phase reads the embedding of every word some document holds (91 MB at the paper's
 //! shape, f64) to compute `v_s` distances from each; a group computes the distances to the union
 //! of its queries' words in that one pass, tile by tile, and while a tile's distances are in
-//! cache every query of the group takes its columns and turns them into its rows of `K^T`,
-//! `(K / r)^T` and `(K .* M)^T`. A word that several queries hold is computed once. The kernel
+//! cache every query of the group takes its columns and turns them into its rows of `K^T` and
+//! `(K .* M)^T` (the loop divides by `r` itself). A word that several queries hold is computed once. The kernel
 //! arrays of one group go back to the process's spare buffers ([`crate::buffer`], sized to hold
 //! a whole group) and the next group's are cut from them (no fresh pages to fault in).
 //!
@@ -53,7 +53,8 @@ pub fn solve_batch<E: Real>(
     let pool = Pool::new(par)?;
     let collection = Collection::new(problem, &pool);
     let rows = collection.words.words.len();
-    let array_bytes = |q: &[(u32, f64)]| 3 * rows * padded_stride_of::<E>(q.len()) * E::BYTES;
+    // `K^T` and `(K .* M)^T`.
+    let array_bytes = |q: &[(u32, f64)]| 2 * rows * padded_stride_of::<E>(q.len()) * E::BYTES;
     let mut outputs = Vec::with_capacity(queries.len());
     let mut start = 0;
     while start < queries.len() {
@@ -77,7 +78,7 @@ pub fn solve_batch<E: Real>(
         for (query, k) in group.iter().zip(&kernels) {
             let mut phases = PhaseTimes::default();
             phases.add("kernels", share);
-            let flops = distance_share + precompute_flops(rows, query.len());
+            let flops = distance_share + precompute_flops(rows, query.len(), false);
             outputs.push(solve_loop(
                 problem,
                 &collection,
@@ -111,8 +112,8 @@ pub(crate) fn checked_batch(
         .collect()
 }
 
-/// One tile's rows of one query's three arrays.
-type TileRows<'a, E> = (&'a mut [E], &'a mut [E], &'a mut [E]);
+/// One tile's rows of one query's `K^T` and `(K .* M)^T`.
+type TileRows<'a, E> = (&'a mut [E], &'a mut [E]);
 
 /// Per-thread scratch of the group pass.
 #[derive(Default)]
@@ -155,7 +156,7 @@ fn group_kernels<E: Real>(
     let union_stride = padded_stride_of::<E>(union.len());
     let mut kernels: Vec<QueryKernels<E>> = group
         .iter()
-        .map(|q| QueryKernels::for_rows(q, words.len(), true))
+        .map(|q| QueryKernels::for_rows(q, words.len(), false))
         .collect();
 
     // Every tile's rows of every query's arrays, tile by tile.
@@ -163,13 +164,10 @@ fn group_kernels<E: Real>(
     let mut by_tile: Vec<Vec<TileRows<E>>> = (0..tiles).map(|_| Vec::new()).collect();
     for k in kernels.iter_mut() {
         let chunk = DISTANCE_TILE * k.stride;
-        let QueryKernels { kt, kr, km, .. } = k;
-        let rows = kt
-            .chunks_mut(chunk)
-            .zip(kr.chunks_mut(chunk))
-            .zip(km.chunks_mut(chunk));
-        for (tile, ((kt, kr), km)) in by_tile.iter_mut().zip(rows) {
-            tile.push((kt, kr, km));
+        let QueryKernels { kt, km, .. } = k;
+        let rows = kt.chunks_mut(chunk).zip(km.chunks_mut(chunk));
+        for (tile, (kt, km)) in by_tile.iter_mut().zip(rows) {
+            tile.push((kt, km));
         }
     }
     let task = |scratch: &mut TileScratch<E>, (t, rows): (usize, Vec<TileRows<E>>)| {
@@ -184,7 +182,7 @@ fn group_kernels<E: Real>(
             &mut scratch.union,
             &mut scratch.gathered,
         );
-        for ((kt, kr, km), (cols, r)) in rows.into_iter().zip(columns.iter().zip(&weights)) {
+        for ((kt, km), (cols, r)) in rows.into_iter().zip(columns.iter().zip(&weights)) {
             let stride = padded_stride_of::<E>(cols.len());
             scratch.query.clear();
             scratch.query.resize(tile_words.len() * stride, E::ZERO);
@@ -197,7 +195,7 @@ fn group_kernels<E: Real>(
                     *m = all[c];
                 }
             }
-            kernel_rows(&scratch.query, r, lambda, stride, kt, km, Some(kr));
+            kernel_rows(&scratch.query, r, lambda, stride, kt, km, None);
         }
     };
     let tasks = by_tile.into_iter().enumerate();

@@ -21,8 +21,8 @@
 //! slot (the query's `u` in registers, as many as fit), then the axpys (the sums in registers:
 //! all of them with AVX-512's 32 registers, 12 at a time with AVX2's 16, a pass over the block's
 //! slots each). They use `K` itself and multiply by `1 / r`
-//! afterwards (`x_new = (sum_j q_j K_j) / r` is `sum_j q_j (K_j / r)`, rounded differently), so
-//! `(K / r)^T` is not read. Documents with fewer words than the block's longest get empty slots
+//! afterwards (`x_new = (sum_j q_j K_j) / r` is `sum_j q_j (K_j / r)`, rounded differently), as
+//! the row kernels' `fused_doc` does, so `doc-major` never makes `(K / r)^T`. Documents with fewer words than the block's longest get empty slots
 //! (weight 0 and `K` 1: they add exactly 0), and a thread takes its documents in order of length
 //! so that blocks waste few slots.
 //!

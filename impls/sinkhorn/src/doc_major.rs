@@ -131,6 +131,8 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
     out: &mut [f64],
 ) -> Result<PartStats, WmdError> {
     let (vs, stride) = (kernels.vs, kernels.stride);
+    let mut inv_r = kernels.inv_r.clone();
+    inv_r.resize(stride, E::ZERO);
     let mut stats = PartStats::default();
     let mut s = DocScratch {
         x: vec![E::ZERO; stride],
@@ -146,10 +148,9 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
         let weights = E::from_f64_slice(weights, &mut s.weights);
         iterate::init_doc(&mut s.x, &mut s.u, vs);
         for iteration in 0..params.max_iter {
-            s.x_new.fill(E::ZERO);
             let rows = FusedRows {
                 kt: &kernels.kt,
-                kr: &kernels.kr,
+                inv_r: &inv_r,
                 stride,
                 rows: &s.rows,
                 weights,
@@ -264,7 +265,7 @@ fn solve_doc_major<E: Real>(
     let mut phases = PhaseTimes::default();
     let mut flops = 0.0;
     let collection = Collection::new(problem, &pool);
-    let kernels: QueryKernels<E> = precompute::prepare(
+    let kernels = precompute::prepare_without_kr::<E>(
         problem,
         params,
         &collection.words,

@@ -10,9 +10,10 @@ pub fn distance_flops(words: usize, vs: usize, dim: usize) -> f64 {
     (2 * words * vs * dim + 2 * words * dim + 3 * words * vs) as f64
 }
 
-/// Flops of the precompute (an exponential counted as one).
-pub fn precompute_flops(words: usize, vs: usize) -> f64 {
-    (4 * words * vs) as f64
+/// Flops of the precompute (an exponential counted as one): per entry the exponential, its
+/// scaling, `K .* M` and, `with_kr`, `K / r`.
+pub fn precompute_flops(words: usize, vs: usize, with_kr: bool) -> f64 {
+    ((if with_kr { 4 } else { 3 }) * words * vs) as f64
 }
 
 /// Flops of one fused SDDMM + SpMM over `nnz` nonzeros: a dot, a division and an axpy each.

@@ -153,8 +153,14 @@ fn solve_split(
     let c = problem.docs_by_word();
     let n = problem.num_docs();
     let words = WordSet::used(c);
-    let kernels =
-        precompute::prepare_without_kr(problem, params, &words, &pool, &mut phases, &mut flops);
+    let kernels = precompute::prepare_without_kr::<f64>(
+        problem,
+        params,
+        &words,
+        &pool,
+        &mut phases,
+        &mut flops,
+    );
     let parts = pool.threads();
     let ranges = split.ranges(&words.row_ptr, parts);
     let weights: Vec<f64> = problem.query().iter().map(|&(_, r)| r).collect();

@@ -226,14 +226,14 @@ pub fn prepare<E: Real>(
 
 /// [`prepare`] without `(K / r)^T` (left empty) for a variant that multiplies by `K` and divides
 /// by `r` afterwards; one product fewer per entry.
-pub fn prepare_without_kr(
+pub fn prepare_without_kr<E: Real>(
     problem: &WmdProblem,
     params: &SinkhornParams,
     words: &WordSet,
     pool: &Pool,
     phases: &mut PhaseTimes,
     flops: &mut f64,
-) -> QueryKernels {
+) -> QueryKernels<E> {
     prepare_arrays(problem, params, words, pool, phases, flops, false)
 }
 
@@ -254,12 +254,7 @@ fn prepare_arrays<E: Real>(
     let kernels = phases.time("precompute", || {
         precompute_arrays(&m, problem.query(), params.lambda, pool, with_kr)
     });
-    *flops += precompute_flops(words.words.len(), vs)
-        - if with_kr {
-            0.0
-        } else {
-            (words.words.len() * vs) as f64
-        };
+    *flops += precompute_flops(words.words.len(), vs, with_kr);
     kernels
 }
 

@@ -48,11 +48,14 @@ pub trait RowKernel<E: Real = f64>: Copy + Send + Sync {
     /// `y += alpha * x` over the first `stride` values.
     fn axpy(self, y: &mut [E], alpha: E, x: &[E]);
 
-    /// One document's fused SDDMM + SpMM: for each of its nonzeros, in order, word row `k` and
-    /// weight `c`, `x_new += (c / dot(kt[k], u)) * kr[k]`, where `kt[k]` and `kr[k]` are rows `k`
-    /// of the word-major arrays of row length `stride`. The vector kernels keep `x_new` in
-    /// registers for the whole document, so consecutive nonzeros do not wait on its store and
-    /// reload; the operations and their order are those of [`RowKernel::axpy`], so the bits are.
+    /// One document's fused SDDMM + SpMM: `x_new = (sum (c / dot(kt[k], u)) kt[k]) .* inv_r`
+    /// over its nonzeros in order (word row `k`, weight `c`), `kt[k]` row `k` of `K^T` (row
+    /// length `stride`); `x_new` is overwritten. Dividing by `r` once a document, not once a
+    /// nonzero, is what lets the solve skip making `(K / r)^T` (6 MB and a division an entry at
+    /// the paper's shape), and each nonzero reads one kernel row, not two. The vector kernels
+    /// keep `x_new` in registers for the whole document, so consecutive nonzeros do not wait on
+    /// its store and reload; the operations and their order are those of [`RowKernel::axpy`]
+    /// then one product a value, so the bits are.
     #[inline(always)]
     fn fused_doc(self, rows: FusedRows<'_, E>, u: &[E], x_new: &mut [E]) {
         fused_doc_in_memory(self, rows, u, x_new)
@@ -65,9 +68,9 @@ pub trait RowKernel<E: Real = f64>: Copy + Send + Sync {
 pub struct FusedRows<'a, E> {
     /// `K^T`, rows of `stride` values.
     pub kt: &'a [E],
-    /// `(K / r)^T`, rows of `stride` values.
-    pub kr: &'a [E],
-    /// Row length of both.
+    /// `1 / r_s` for each query word, padded with zeros to `stride` values.
+    pub inv_r: &'a [E],
+    /// Row length of `kt`.
     pub stride: usize,
     /// The document's words, as rows of the arrays.
     pub rows: &'a [u32],
@@ -190,19 +193,16 @@ mod avx2 {
             if S == 0 || S / LANES > MAX_VECTORS || rows.stride != S {
                 return fused_doc_in_memory(self, rows, u, x_new);
             }
-            assert!(x_new.len() >= S);
-            // SAFETY: an `Avx2` exists only after the AVX2 + FMA check (see `new`); the loads
-            // and stores of `x_new` stay inside its asserted `S` values, and each row is a
-            // checked slice of `S` values.
+            assert!(x_new.len() >= S && rows.inv_r.len() >= S);
+            // SAFETY: an `Avx2` exists only after the AVX2 + FMA check (see `new`); the stores
+            // of `x_new` and loads of `inv_r` stay inside their asserted `S` values, and each
+            // row is a checked slice of `S` values.
             unsafe {
                 let mut acc = [_mm256_setzero_pd(); MAX_VECTORS];
-                for (c, acc) in acc.iter_mut().enumerate().take(S / LANES) {
-                    *acc = _mm256_loadu_pd(x_new.as_ptr().add(c * LANES));
-                }
                 for (&k, &weight) in rows.rows.iter().zip(rows.weights) {
                     let k = k as usize * S;
-                    let w = weight / self.dot(&rows.kt[k..k + S], u);
-                    let row = &rows.kr[k..k + S];
+                    let row = &rows.kt[k..k + S];
+                    let w = weight / self.dot(row, u);
                     let a = _mm256_set1_pd(w);
                     for (c, acc) in acc.iter_mut().enumerate().take(S / LANES) {
                         *acc =
@@ -210,7 +210,8 @@ mod avx2 {
                     }
                 }
                 for (c, acc) in acc.iter().enumerate().take(S / LANES) {
-                    _mm256_storeu_pd(x_new.as_mut_ptr().add(c * LANES), *acc);
+                    let inv = _mm256_loadu_pd(rows.inv_r.as_ptr().add(c * LANES));
+                    _mm256_storeu_pd(x_new.as_mut_ptr().add(c * LANES), _mm256_mul_pd(*acc, inv));
                 }
             }
         }
@@ -227,10 +228,16 @@ fn fused_doc_in_memory<E: Real, K: RowKernel<E>>(
     x_new: &mut [E],
 ) {
     let stride = rows.stride;
+    let x_new = &mut x_new[..stride];
+    x_new.fill(E::ZERO);
     for (&k, &c) in rows.rows.iter().zip(rows.weights) {
         let k = k as usize * stride;
-        let w = c / kernel.dot(&rows.kt[k..k + stride], u);
-        kernel.axpy(x_new, w, &rows.kr[k..k + stride]);
+        let row = &rows.kt[k..k + stride];
+        let w = c / kernel.dot(row, u);
+        kernel.axpy(x_new, w, row);
+    }
+    for (x, &inv) in x_new.iter_mut().zip(&rows.inv_r[..stride]) {
+        *x = *x * inv;
     }
 }
 
@@ -420,17 +427,14 @@ mod avx2_f32 {
             if S == 0 || S / LANES_F32 > MAX_VECTORS || rows.stride != S {
                 return fused_doc_in_memory(self, rows, u, x_new);
             }
-            assert!(x_new.len() >= S);
+            assert!(x_new.len() >= S && rows.inv_r.len() >= S);
             // SAFETY: as in the f64 kernel's `fused_doc`.
             unsafe {
                 let mut acc = [_mm256_setzero_ps(); MAX_VECTORS];
-                for (c, acc) in acc.iter_mut().enumerate().take(S / LANES_F32) {
-                    *acc = _mm256_loadu_ps(x_new.as_ptr().add(c * LANES_F32));
-                }
                 for (&k, &weight) in rows.rows.iter().zip(rows.weights) {
                     let k = k as usize * S;
-                    let w = weight / self.dot(&rows.kt[k..k + S], u);
-                    let row = &rows.kr[k..k + S];
+                    let row = &rows.kt[k..k + S];
+                    let w = weight / self.dot(row, u);
                     let a = _mm256_set1_ps(w);
                     for (c, acc) in acc.iter_mut().enumerate().take(S / LANES_F32) {
                         *acc = _mm256_fmadd_ps(
@@ -441,7 +445,9 @@ mod avx2_f32 {
                     }
                 }
                 for (c, acc) in acc.iter().enumerate().take(S / LANES_F32) {
-                    _mm256_storeu_ps(x_new.as_mut_ptr().add(c * LANES_F32), *acc);
+                    let inv = _mm256_loadu_ps(rows.inv_r.as_ptr().add(c * LANES_F32));
+                    let x = _mm256_mul_ps(*acc, inv);
+                    _mm256_storeu_ps(x_new.as_mut_ptr().add(c * LANES_F32), x);
                 }
             }
         }
@@ -571,7 +577,7 @@ mod tests {
         }
     }
 
-    /// `K^T`, `(K / r)^T`, the document's rows and weights, and `u`.
+    /// `K^T`, `1 / r` (padded with zeros), the document's rows and weights, and `u`.
     type FusedCase<E> = (Vec<E>, Vec<E>, Vec<u32>, Vec<E>, Vec<E>);
 
     /// Kernel rows of 5 words for `vs` query words (padding 0), a 7-nonzero document over them
@@ -587,25 +593,23 @@ mod tests {
         let kt = (0..5 * stride)
             .map(|n| value(n / stride, n % stride))
             .collect();
-        let kr = (0..5 * stride)
-            .map(|n| value(n / stride + 7, n % stride))
-            .collect();
+        let inv_r = (0..stride).map(|j| value(7, j)).collect();
         let rows = vec![3, 0, 4, 4, 1, 2, 3];
         let weights = (0..7)
             .map(|i| E::from_f64(1.0 / (i as f64 + 3.0)))
             .collect();
         let u = (0..stride).map(|j| value(11, j)).collect();
-        (kt, kr, rows, weights, u)
+        (kt, inv_r, rows, weights, u)
     }
 
     #[test]
     fn fused_doc_in_registers_equals_the_in_memory_loop_bit_for_bit() {
         for vs in [1, 4, 7, 13, 19, 24, 29, 32, 37] {
             let stride = padded_stride(vs);
-            let (kt, kr, rows, weights, u) = fused_case::<f64>(vs, stride);
+            let (kt, inv_r, rows, weights, u) = fused_case::<f64>(vs, stride);
             let rows = FusedRows {
                 kt: &kt,
-                kr: &kr,
+                inv_r: &inv_r,
                 stride,
                 rows: &rows,
                 weights: &weights,
@@ -613,10 +617,10 @@ mod tests {
             let (fused, memory) = dispatch(stride, BothFused { rows, u: &u });
             assert_eq!(fused, memory, "f64, stride {stride}");
             let stride = crate::real::padded_stride_of::<f32>(vs);
-            let (kt, kr, rows, weights, u) = fused_case::<f32>(vs, stride);
+            let (kt, inv_r, rows, weights, u) = fused_case::<f32>(vs, stride);
             let rows = FusedRows {
                 kt: &kt,
-                kr: &kr,
+                inv_r: &inv_r,
                 stride,
                 rows: &rows,
                 weights: &weights,

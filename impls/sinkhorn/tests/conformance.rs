@@ -112,6 +112,12 @@ fn awkward_problems() -> Vec<(&'static str, WmdProblem)> {
             "vocab 101, 19-word query",
             awkward_problem(3, 101, 12, 37, 19, 17),
         ),
+        // Over 32 words: doc-major leaves its lanes loop for the row kernels (stride 40, past
+        // the strides they hold in registers).
+        (
+            "vocab 211, 37-word query",
+            awkward_problem(6, 211, 9, 29, 37, 23),
+        ),
         (
             "vocab 13, query = whole vocab",
             awkward_problem(4, 13, 3, 5, 13, 4),
