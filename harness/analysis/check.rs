@@ -45,7 +45,7 @@ use crate::family::{matches_metric, ResultRow};
 use crate::results::StoredMachine;
 use crate::util::stats::{median, ratio_of_medians, RatioInterval};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -268,17 +268,27 @@ impl Baseline {
     }
 
     /// Takes the experiments of `new` (a baseline made from runs), keeping the times and claim
-    /// verdicts this baseline holds for other machine kinds (times at entries both have), and
-    /// its times and counts where `new` has none (a counting run has no times; a timing run no
-    /// instructions).
+    /// verdicts this baseline holds for other machine kinds (times at entries both have; verdicts
+    /// of the claims `new`'s run still has, so a renamed or removed claim leaves no stale
+    /// verdict behind), and its times and counts where `new` has none (a counting run has no
+    /// times nor verdicts; a timing run no instructions).
     pub fn update(&mut self, new: Baseline) {
         self.machines.extend(new.machines);
         for (name, mut exp) in new.experiments {
             if let Some(old) = self.experiments.get(&name) {
+                let current: Option<BTreeSet<String>> = exp
+                    .claims
+                    .values()
+                    .next()
+                    .map(|c| c.keys().cloned().collect());
                 for (kind, recorded) in &old.claims {
-                    exp.claims
-                        .entry(kind.clone())
-                        .or_insert_with(|| recorded.clone());
+                    let mut kept = recorded.clone();
+                    if let Some(current) = &current {
+                        kept.retain(|claim, _| current.contains(claim));
+                    }
+                    if !kept.is_empty() {
+                        exp.claims.entry(kind.clone()).or_insert(kept);
+                    }
                 }
                 for (key, variants) in &mut exp.points {
                     for (variant, entry) in variants {
@@ -1495,6 +1505,37 @@ mod tests {
         let entry = &b.experiments["exp"].points["size=10,threads=1"]["fast"];
         assert_eq!(entry.timings.len(), 2);
         assert_eq!(b.machines.len(), 2);
+    }
+
+    #[test]
+    fn updating_drops_other_machines_verdicts_of_claims_the_run_no_longer_has() {
+        let verdict = |detail: &str| RecordedClaim {
+            passed: true,
+            detail: detail.to_string(),
+        };
+        let claims = |names: &[&str]| -> BTreeMap<String, RecordedClaim> {
+            names.iter().map(|n| (n.to_string(), verdict(n))).collect()
+        };
+        let mut b = baseline();
+        let exp = b.experiments.get_mut("exp").unwrap();
+        exp.claims
+            .insert("other".to_string(), claims(&["kept", "renamed before"]));
+        let mut new = make_baseline(&rows(1.0, 0.1, 0.01), &config(), &machine(KIND));
+        let ran = new.experiments.get_mut("exp").unwrap();
+        ran.claims = BTreeMap::from([(KIND.to_string(), claims(&["kept", "renamed after"]))]);
+        let mut counted = new.clone();
+        b.update(new);
+        let got = &b.experiments["exp"].claims;
+        assert_eq!(got["other"].keys().collect::<Vec<_>>(), ["kept"]);
+        assert_eq!(
+            got[KIND].keys().collect::<Vec<_>>(),
+            ["kept", "renamed after"]
+        );
+        // A counting run evaluates no claims: every kind's verdicts stay as they were.
+        counted.experiments.get_mut("exp").unwrap().claims.clear();
+        let before = b.experiments["exp"].claims.clone();
+        b.update(counted);
+        assert_eq!(b.experiments["exp"].claims, before);
     }
 
     #[test]
