@@ -158,9 +158,11 @@ mod lanes {
     /// `V`'s instruction set.
     #[inline(always)]
     unsafe fn fix_lanes<V: ExpVector>(out: &mut [f64], x: V::V, ok: u32) {
-        let mut args = [0.0; 16];
-        // SAFETY: `args` holds at least `VL` values, all the unaligned store writes; `V`'s
-        // instruction set (the caller's contract).
+        // The widest f64 vector has 8 lanes.
+        let mut args = [0.0; 8];
+        debug_assert!(V::VL <= args.len());
+        // SAFETY: `args` holds at least `VL` values (8, AVX-512's f64 lanes), all the unaligned
+        // store writes; `V`'s instruction set (the caller's contract).
         unsafe { V::storeu(args.as_mut_ptr(), x) };
         std_exp_outside(out, &args, ok);
     }

@@ -2,9 +2,9 @@
 //! variant needs, and the two shared phases that build them (`distance`, then `precompute`).
 //!
 //! Cost for `n_w` selected words: `n_w v_s` exponentials, vectorized ([`crate::fast_exp`], within
-//! 1 ulp of std's), plus two products each; the four `n_w x stride` arrays are [`ZeroedBuf`]s,
-//! an earlier query's buffers where the process has some, written whole without clearing them
-//! first (`buffer.rs` says why, and why not huge pages).
+//! 1 ulp of std's), plus a product or two each (`(K / r)^T` only for the variants that read it);
+//! the `n_w x stride` arrays are [`ZeroedBuf`]s, an earlier query's buffers where the process has
+//! some, written whole without clearing them first (`buffer.rs` says why, and why not huge pages).
 
 use crate::buffer::ZeroedBuf;
 use crate::flops::{distance_flops, precompute_flops};
