@@ -476,8 +476,9 @@ unsafe fn run_lanes<L: LaneVec, const VP: usize, const SUMS: usize>(
     order.sort_by_key(|&d| len(d));
     let longest = order.last().map_or(0, |&d| len(d));
     let mut block = Block::<L::E>::with_room(longest, VP, vl);
+    // The kernel arrays' rows (and `inv_r`) are `VP` rounded up to the element's lanes.
     let mut inv_r = [L::E::ZERO; VP];
-    inv_r[..vs].copy_from_slice(&task.kernels.inv_r);
+    inv_r.copy_from_slice(&task.kernels.inv_r[..VP]);
     let start = L::E::from_f64(1.0 / vs as f64);
     let mut x = ZeroedBuf::<L::E>::zeroed(VP * vl);
     let mut u = ZeroedBuf::<L::E>::zeroed(VP * vl);

@@ -131,8 +131,6 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
     out: &mut [f64],
 ) -> Result<PartStats, WmdError> {
     let (vs, stride) = (kernels.vs, kernels.stride);
-    let mut inv_r = kernels.inv_r.clone();
-    inv_r.resize(stride, E::ZERO);
     let mut stats = PartStats::default();
     let mut s = DocScratch {
         x: vec![E::ZERO; stride],
@@ -150,7 +148,7 @@ fn solve_docs<E: Real, K: RowKernel<E>>(
         for iteration in 0..params.max_iter {
             let rows = FusedRows {
                 kt: &kernels.kt,
-                inv_r: &inv_r,
+                inv_r: &kernels.inv_r,
                 stride,
                 rows: &s.rows,
                 weights,

@@ -71,7 +71,8 @@ pub struct QueryKernels<E: Real = f64> {
     pub kr: ZeroedBuf<E>,
     /// `(K .* M)^T`.
     pub km: ZeroedBuf<E>,
-    /// `1 / r_s` for each query word (a loop that divides by `r` itself reads it).
+    /// `1 / r_s` for each query word, zeros to `stride` values like a kernel row (a loop that
+    /// divides by `r` itself reads it).
     pub inv_r: Vec<E>,
 }
 
@@ -108,7 +109,7 @@ impl<E: Real> QueryKernels<E> {
             kt: ZeroedBuf::for_overwrite(len),
             kr: ZeroedBuf::for_overwrite(if with_kr { len } else { 0 }),
             km: ZeroedBuf::for_overwrite(len),
-            inv_r: inverse_weights(query),
+            inv_r: inverse_weights(query, stride),
         }
     }
 }
@@ -172,8 +173,10 @@ fn precompute_arrays<E: Real>(
 }
 
 /// `1 / r_s` for each word of `query`, rounded to `E` once.
-fn inverse_weights<E: Real>(query: &[(u32, f64)]) -> Vec<E> {
-    query.iter().map(|&(_, r)| E::from_f64(1.0 / r)).collect()
+fn inverse_weights<E: Real>(query: &[(u32, f64)], stride: usize) -> Vec<E> {
+    let mut inv_r: Vec<E> = query.iter().map(|&(_, r)| E::from_f64(1.0 / r)).collect();
+    inv_r.resize(stride, E::ZERO);
+    inv_r
 }
 
 /// Rows of `K^T`, `(K .* M)^T` and, when given, `(K / r)^T` from the same rows of the

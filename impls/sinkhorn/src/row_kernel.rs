@@ -68,7 +68,8 @@ pub trait RowKernel<E: Real = f64>: Copy + Send + Sync {
 pub struct FusedRows<'a, E> {
     /// `K^T`, rows of `stride` values.
     pub kt: &'a [E],
-    /// `1 / r_s` for each query word, padded with zeros to `stride` values.
+    /// `1 / r_s` for each query word, padded with zeros to `stride` values
+    /// ([`crate::precompute::QueryKernels::inv_r`]).
     pub inv_r: &'a [E],
     /// Row length of `kt`.
     pub stride: usize,
