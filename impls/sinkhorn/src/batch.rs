@@ -20,7 +20,7 @@ use crate::distance::DISTANCE_TILE;
 use crate::doc_major::{solve_loop, Collection};
 use crate::flops::{distance_flops, precompute_flops};
 use crate::pool::Pool;
-use crate::precompute::{kernel_rows, QueryKernels};
+use crate::precompute::{kernel_rows, KernelRows, QueryKernels};
 use crate::problem::{
     checked_query, Control, PhaseTimes, SinkhornParams, WmdError, WmdOutput, WmdProblem,
 };
@@ -195,7 +195,15 @@ fn group_kernels<E: Real>(
                     *m = all[c];
                 }
             }
-            kernel_rows(&scratch.query, r, lambda, stride, kt, km, None);
+            kernel_rows(KernelRows {
+                m: &scratch.query,
+                r,
+                lambda,
+                stride,
+                kt,
+                km,
+                kr: None,
+            });
         }
     };
     let tasks = by_tile.into_iter().enumerate();

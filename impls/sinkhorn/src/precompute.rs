@@ -146,7 +146,17 @@ fn precompute_arrays<E: Real>(
     const ROWS: usize = 1024;
     let chunk = ROWS * stride;
     type Rows<'a, E> = (((&'a [E], &'a mut [E]), &'a mut [E]), Option<&'a mut [E]>);
-    let work = |(((m, kt), km), kr): Rows<E>| kernel_rows(m, &r, lambda, stride, kt, km, kr);
+    let work = |(((m, kt), km), kr): Rows<E>| {
+        kernel_rows(KernelRows {
+            m,
+            r: &r,
+            lambda,
+            stride,
+            kt,
+            km,
+            kr,
+        })
+    };
     let kr_chunks = kr
         .chunks_mut(chunk)
         .map(Some)
@@ -179,19 +189,47 @@ fn inverse_weights<E: Real>(query: &[(u32, f64)], stride: usize) -> Vec<E> {
     inv_r
 }
 
-/// Rows of `K^T`, `(K .* M)^T` and, when given, `(K / r)^T` from the same rows of the
-/// word-major distances `m` (rows of `stride`, the query's weights `r`), padding included, so a
-/// reused buffer needs no clearing. A chunk's exponentials are taken at once (vectorized,
-/// padding included), then the products row by row while the chunk is still in L2.
-pub(crate) fn kernel_rows<E: Real>(
-    m: &[E],
-    r: &[E],
-    lambda: f64,
-    stride: usize,
-    kt: &mut [E],
-    km: &mut [E],
-    mut kr: Option<&mut [E]>,
-) {
+/// One block of the precompute's work: rows of the word-major distances `m` (rows of
+/// `stride`, the query's weights `r`, `r.len() <= stride` of each row used) and the same rows
+/// of the arrays made from them, each as long as `m`.
+pub struct KernelRows<'a, E> {
+    /// Word-major distances, `stride` values a row.
+    pub m: &'a [E],
+    /// The query's weights.
+    pub r: &'a [E],
+    /// The entropic regularization.
+    pub lambda: f64,
+    /// Row length of every array.
+    pub stride: usize,
+    /// `K^T`.
+    pub kt: &'a mut [E],
+    /// `(K .* M)^T`.
+    pub km: &'a mut [E],
+    /// `(K / r)^T`, for the variants that read it.
+    pub kr: Option<&'a mut [E]>,
+}
+
+/// Rows of `K^T`, `(K .* M)^T` and, when given, `(K / r)^T`, padding included, so a reused
+/// buffer needs no clearing: by the type's own kernel where it has one for this CPU
+/// ([`Real::own_kernel_rows`]), else by [`portable_kernel_rows`].
+pub(crate) fn kernel_rows<E: Real>(mut rows: KernelRows<'_, E>) {
+    if !E::own_kernel_rows(&mut rows) {
+        portable_kernel_rows(rows)
+    }
+}
+
+/// [`kernel_rows`] on any CPU: a block's exponentials taken at once ([`Real::exp_neg_scaled`],
+/// vectorized, padding included), then the products row by row while the block is still in L2.
+fn portable_kernel_rows<E: Real>(rows: KernelRows<'_, E>) {
+    let KernelRows {
+        m,
+        r,
+        lambda,
+        stride,
+        kt,
+        km,
+        mut kr,
+    } = rows;
     let vs = r.len();
     E::exp_neg_scaled(m, lambda, stride, vs, kt);
     for (row, ((mrow, ktrow), kmrow)) in m
@@ -212,6 +250,81 @@ pub(crate) fn kernel_rows<E: Real>(
             krrow[vs..].fill(E::ZERO);
         }
         ktrow[vs..].fill(E::ZERO);
+    }
+}
+
+/// The f32 rows of [`kernel_rows`] with AVX2 and FMA, one pass over each row: its smallest used
+/// distance, then eight values a step shifted, scaled by `-lambda`, exponentiated in f32
+/// ([`crate::fast_exp::f32x8`]) and multiplied or divided while in registers; padding is 0 in
+/// every array. Against the portable rows (the argument and its exponential in f64, rounded
+/// once), the argument `lambda (d - shift)` is rounded in f32, a relative error of about
+/// `epsilon lambda (d - shift)` in the entry: at most about `epsilon / e` of the row's largest
+/// entry (1), the order of the error f32 distances already carry (`epsilon lambda d`).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2 {
+    use super::KernelRows;
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// AVX2 and FMA; `stride` a multiple of 8 and at least `r.len()`; `kt`, `km` (and `kr`)
+    /// as long as `m`, a whole number of rows.
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) unsafe fn kernel_rows_f32(rows: &mut KernelRows<'_, f32>) {
+        let KernelRows {
+            m,
+            r,
+            lambda,
+            stride,
+            ref mut kt,
+            ref mut km,
+            ref mut kr,
+        } = *rows;
+        let vs = r.len();
+        debug_assert!(stride.is_multiple_of(8) && vs <= stride && m.len().is_multiple_of(stride));
+        debug_assert!(kt.len() == m.len() && km.len() == m.len());
+        let mut r_padded = vec![1.0f32; stride];
+        r_padded[..vs].copy_from_slice(r);
+        let neg_lambda = _mm256_set1_ps(-lambda as f32);
+        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        // Lanes of a row's `j`-th vector that hold used values: lane < vs - 8 j.
+        let used = |j: usize| {
+            let left = vs as i32 - 8 * j as i32;
+            _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane))
+        };
+        for (i, row) in m.chunks_exact(stride).enumerate() {
+            let mut low = _mm256_set1_ps(f32::INFINITY);
+            for (j, c) in row.chunks_exact(8).enumerate() {
+                // SAFETY: `c` holds 8 values.
+                let d = unsafe { _mm256_loadu_ps(c.as_ptr()) };
+                // `min_ps` returns its second operand when the first is NaN: NaNs are
+                // skipped, as `f32::min` skips them in the portable rows.
+                low = _mm256_min_ps(_mm256_blendv_ps(low, d, used(j)), low);
+            }
+            let four = _mm_min_ps(_mm256_castps256_ps128(low), _mm256_extractf128_ps::<1>(low));
+            let two = _mm_min_ps(four, _mm_movehl_ps(four, four));
+            let one = _mm_min_ss(two, _mm_shuffle_ps::<1>(two, two));
+            let shift = _mm256_set1_ps(_mm_cvtss_f32(one));
+            for (j, c) in row.chunks_exact(8).enumerate() {
+                let keep = used(j);
+                let at = i * stride + 8 * j;
+                // Padding takes the shift, an argument of 0, off the exponential's slow path.
+                // SAFETY: `c` holds 8 values.
+                let d = _mm256_blendv_ps(shift, unsafe { _mm256_loadu_ps(c.as_ptr()) }, keep);
+                let x = _mm256_mul_ps(_mm256_sub_ps(d, shift), neg_lambda);
+                // SAFETY: AVX2 and FMA (this function's contract); `at + 8 <= m.len()`, the
+                // length of every output (the contract), and of `r_padded` past `8 j`.
+                unsafe {
+                    let k = _mm256_and_ps(crate::fast_exp::f32x8::exp(x), keep);
+                    _mm256_storeu_ps(kt.as_mut_ptr().add(at), k);
+                    let kd = _mm256_and_ps(_mm256_mul_ps(k, d), keep);
+                    _mm256_storeu_ps(km.as_mut_ptr().add(at), kd);
+                    if let Some(kr) = kr.as_deref_mut() {
+                        let rs = _mm256_loadu_ps(r_padded.as_ptr().add(8 * j));
+                        _mm256_storeu_ps(kr.as_mut_ptr().add(at), _mm256_div_ps(k, rs));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -286,6 +399,102 @@ mod tests {
             assert!((k.kt[i] - e).abs() <= 4.0 * f64::EPSILON * e);
             assert!((k.kr[i] - e / p.query()[s].1).abs() <= 8.0 * f64::EPSILON * k.kr[i]);
             assert!((k.km[i] - e * d).abs() <= 8.0 * f64::EPSILON * k.km[i]);
+        }
+    }
+
+    /// Distance in f32 ulps between two finite floats of the same sign.
+    fn ulps32(a: f32, b: f32) -> u32 {
+        (a.to_bits() as i32 - b.to_bits() as i32).unsigned_abs()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn f32_rows_on_avx2_match_the_portable_rows() {
+        if !crate::simd::has_avx2_fma() {
+            eprintln!("precompute: no AVX2 and FMA here, the f32 row kernel is not run");
+            return;
+        }
+        let mut rng = parbench_common::Rng::new(41);
+        // Row lengths around the vector width; spreads that keep every entry normal, and one
+        // (lambda 40) that pushes a row's far entries to subnormals and 0.
+        for (vs, lambda) in [
+            (1, 3.0),
+            (7, 3.0),
+            (8, 10.0),
+            (9, 10.0),
+            (19, 10.0),
+            (19, 40.0),
+        ] {
+            let stride = padded_stride_of::<f32>(vs);
+            let rows = 37;
+            let mut m = vec![f32::NAN; rows * stride];
+            for row in m.chunks_exact_mut(stride) {
+                let base = 0.5 + 2.0 * rng.next_f64();
+                for d in &mut row[..vs] {
+                    *d = (base + 2.5 * rng.next_f64()) as f32;
+                }
+            }
+            let r: Vec<f32> = (0..vs).map(|_| (0.01 + rng.next_f64()) as f32).collect();
+            let run = |own: bool| {
+                let (mut kt, mut km, mut kr) = (
+                    vec![-1.0f32; m.len()],
+                    vec![-1.0; m.len()],
+                    vec![-1.0; m.len()],
+                );
+                let rows = KernelRows {
+                    m: &m,
+                    r: &r,
+                    lambda,
+                    stride,
+                    kt: &mut kt,
+                    km: &mut km,
+                    kr: Some(&mut kr),
+                };
+                if own {
+                    let mut rows = rows;
+                    // SAFETY: the CPU has AVX2 and FMA (checked above); `stride` is a multiple
+                    // of 8 (f32's padding) and every output is as long as `m`.
+                    unsafe { avx2::kernel_rows_f32(&mut rows) };
+                } else {
+                    portable_kernel_rows(rows);
+                }
+                (kt, km, kr)
+            };
+            let (kt, km, kr) = run(true);
+            let (pkt, pkm, pkr) = run(false);
+            let mut largest = 0.0f32;
+            let shifts: Vec<f64> = m
+                .chunks_exact(stride)
+                .map(|row| row[..vs].iter().fold(f32::INFINITY, |a, &b| a.min(b)) as f64)
+                .collect();
+            for i in 0..m.len() {
+                let what = format!("v_s {vs}, lambda {lambda}, entry {i}");
+                if i % stride >= vs {
+                    assert_eq!((kt[i], km[i], kr[i]), (0.0, 0.0, 0.0), "padding, {what}");
+                    continue;
+                }
+                largest = largest.max(kt[i]);
+                // The f32 argument `x = lambda (d - shift)` is rounded twice (about epsilon |x|
+                // absolute), which `exp` turns into a relative error of about epsilon |x|; the
+                // exponential, the product and the rounding to f32 add a few epsilon more.
+                // Subnormal results: the same error, absolute at the smallest normal.
+                let x = lambda * (m[i] as f64 - shifts[i / stride]);
+                let tol = (4.0 + 2.0 * x) * f32::EPSILON as f64;
+                for (a, b, name) in [
+                    (kt[i], pkt[i], "K"),
+                    (km[i], pkm[i], "K.*M"),
+                    (kr[i], pkr[i], "K/r"),
+                ] {
+                    let scale = (b as f64).max(f32::MIN_POSITIVE as f64);
+                    assert!(
+                        ((a - b) as f64).abs() <= tol * scale,
+                        "{name}: {a:e} against {b:e} ({} ulps, argument {x}), {what}",
+                        ulps32(a, b)
+                    );
+                }
+            }
+            // Each row's largest entry is exactly 1, so the largest of all is too.
+            assert_eq!(largest, 1.0, "v_s {vs}, lambda {lambda}");
         }
     }
 }

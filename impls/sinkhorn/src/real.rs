@@ -12,6 +12,7 @@ use crate::distance::QuerySide;
 #[cfg(target_arch = "x86_64")]
 use crate::distance_simd::QueryPack;
 use crate::doc_major::{PartStats, SolveDocs};
+use crate::precompute::KernelRows;
 use crate::problem::{WmdError, WmdProblem};
 use crate::row_kernel::KernelTask;
 use parbench_common::work::Precision;
@@ -94,6 +95,12 @@ pub trait Real:
     /// exponent range (down to about `exp(-87)`) then limits only the spread of a word's
     /// distances to the query, not the distances themselves.
     fn exp_neg_scaled(m: &[Self], lambda: f64, stride: usize, vs: usize, out: &mut [Self]);
+    /// [`crate::precompute::kernel_rows`] by this type's own kernel, returning true, where it
+    /// has one for this CPU and `stride` (f32 with AVX2 and FMA); false, having done nothing,
+    /// where the generic rows should run.
+    fn own_kernel_rows(_rows: &mut KernelRows<'_, Self>) -> bool {
+        false
+    }
     /// Runs `task` with the best row kernel for this type, this CPU and `stride`.
     fn dispatch<T: KernelTask<Self>>(stride: usize, task: T) -> T::Output;
     /// The document-major loop with a document in each vector lane ([`crate::doc_lanes`]),
@@ -258,6 +265,17 @@ impl Real for f32 {
                 *o = w as f32;
             }
         }
+    }
+    fn own_kernel_rows(rows: &mut KernelRows<'_, f32>) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if rows.stride.is_multiple_of(8) && crate::simd::has_avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked), `stride` is a multiple of 8, and a
+            // `KernelRows` holds `r` of at most `stride` values and outputs as long as `m`.
+            unsafe { crate::precompute::avx2::kernel_rows_f32(rows) };
+            return true;
+        }
+        let _ = rows;
+        false
     }
     fn solve_docs_in_lanes(task: &mut SolveDocs<'_, f32>) -> Option<Result<PartStats, WmdError>> {
         #[cfg(target_arch = "x86_64")]
