@@ -316,6 +316,52 @@ impl Baseline {
     }
 }
 
+/// A core's L2 on the smallest of the machines parbench runs on (Zen 3: 512 KiB). A working set
+/// beyond it lives in the last-level cache, which the other tenants of a shared host use too.
+pub const PRIVATE_CACHE_BYTES: f64 = 512.0 * 1024.0;
+/// How much larger than its reference's a timed entry's working set may be, when either is
+/// beyond [`PRIVATE_CACHE_BYTES`], for the same-run ratio still to cancel the host's state.
+pub const MAX_FOOTPRINT_RATIO: f64 = 4.0;
+
+/// The timed entries of `exp` whose same-run ratio does not protect them from the shared cache:
+/// the variant's working set (`work_reuse_footprint_bytes`) or its reference's is beyond a
+/// core's L2, and one is more than [`MAX_FOOTPRINT_RATIO`] times the other. Another tenant's
+/// streaming then slows the one in the last-level cache and not the other, and the ratio moves
+/// with the host, not the code: the gate's `dense` (9.6 MB against `sparse`'s 0.5 MB) read 1.7x
+/// its baseline between unchanged runs on CI's host. Each is described in a line.
+pub fn unprotected_same_run_ratios(name: &str, exp: &ExperimentBaseline) -> Vec<String> {
+    const FOOTPRINT: &str = "work_reuse_footprint_bytes";
+    let mut found = Vec::new();
+    for (point, variants) in &exp.points {
+        let Some(reference) = variants
+            .get(&exp.reference_variant)
+            .and_then(|e| e.counters.get(FOOTPRINT))
+        else {
+            continue;
+        };
+        for (variant, entry) in variants {
+            let Some(&own) = entry.counters.get(FOOTPRINT) else {
+                continue;
+            };
+            if *variant == exp.reference_variant || entry.timings.is_empty() {
+                continue;
+            }
+            let (small, large) = (own.min(*reference), own.max(*reference));
+            if large > PRIVATE_CACHE_BYTES && large > MAX_FOOTPRINT_RATIO * small {
+                found.push(format!(
+                    "{name} at {point}: `{variant}` works in {:.2} MB, its reference `{}` in {:.2} MB ({:.1}x; beyond a core's L2 of {:.0} KiB, one of them shares the last-level cache with the host's other tenants and the other does not)",
+                    own / 1e6,
+                    exp.reference_variant,
+                    reference / 1e6,
+                    large / small.max(1.0),
+                    PRIVATE_CACHE_BYTES / 1024.0
+                ));
+            }
+        }
+    }
+    found
+}
+
 /// The variant same-run ratios are taken against: the equivalence reference, else the first
 /// listed variant that has rows, else the first variant found in the rows.
 pub fn reference_variant(rows: &[ResultRow], config: &ExperimentConfig) -> Option<String> {

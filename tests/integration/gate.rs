@@ -404,6 +404,65 @@ fn every_timed_gate_workload_gives_each_variant_a_same_run_partner() {
     );
 }
 
+/// The committed gate compares every timed entry with a reference that works in the same
+/// level of cache ([`check::unprotected_same_run_ratios`]): otherwise another tenant's use of the
+/// shared last-level cache moves one and not the other, and the gate raises false alarms (it did,
+/// for `dense` against `sparse`, until that workload was resized into L2).
+#[test]
+fn committed_gate_entries_share_their_references_cache_level() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/baselines/gate.json");
+    let baseline = Baseline::load(&path).expect("the committed gate baseline");
+    let mut checked = 0;
+    let mut found = Vec::new();
+    for (name, exp) in &baseline.experiments {
+        checked += exp.points.values().map(|v| v.len()).sum::<usize>();
+        found.extend(check::unprotected_same_run_ratios(name, exp));
+    }
+    assert!(checked > 40, "only {checked} entries in {}", path.display());
+    assert!(
+        found.is_empty(),
+        "resize these gate workloads so that both fit in a core's L2, or compare with a reference of the same working set:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The rule itself, on hand-made entries: 9.6 MB against 0.5 MB is flagged, as is the
+/// reverse; 3.3 MB against 2.1 MB (both in the last-level cache) and 416 KB against 94 KB (both
+/// in L2) are not, nor is an untimed entry.
+#[test]
+fn the_footprint_rule_flags_only_a_mismatch_beyond_l2() {
+    use check::{BaselineEntry, ExperimentBaseline, Timing};
+    let entry = |footprint: f64, timed: bool| BaselineEntry {
+        counters: BTreeMap::from([("work_reuse_footprint_bytes".to_string(), footprint)]),
+        timings: if timed {
+            BTreeMap::from([("kind".to_string(), Timing::default())])
+        } else {
+            BTreeMap::new()
+        },
+        ..BaselineEntry::default()
+    };
+    let flagged = |variant: f64, reference: f64, timed: bool| {
+        let exp = ExperimentBaseline {
+            reference_variant: "ref".to_string(),
+            points: BTreeMap::from([(
+                "p".to_string(),
+                BTreeMap::from([
+                    ("ref".to_string(), entry(reference, true)),
+                    ("v".to_string(), entry(variant, timed)),
+                ]),
+            )]),
+            ..ExperimentBaseline::default()
+        };
+        check::unprotected_same_run_ratios("e", &exp).len()
+    };
+    assert_eq!(flagged(9.6e6, 0.5e6, true), 1);
+    assert_eq!(flagged(0.5e6, 9.6e6, true), 1);
+    assert_eq!(flagged(1.63e6, 0.05e6, true), 1);
+    assert_eq!(flagged(9.6e6, 0.5e6, false), 0);
+    assert_eq!(flagged(3.3e6, 2.1e6, true), 0);
+    assert_eq!(flagged(416e3, 94e3, true), 0);
+}
+
 /// `gate count` under the real valgrind, three experiments at once: each gets its own counted
 /// run with a count for every row, each one's output is printed whole, and `--jobs 0` is
 /// refused. (The counts of two processes are not compared: a mock run is some 17,000
