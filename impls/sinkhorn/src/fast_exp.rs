@@ -31,7 +31,7 @@ pub(crate) fn exp_in_place_portable(xs: &mut [f64]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod lanes {
+pub(crate) mod lanes {
     use crate::simd::{has_avx2_fma, has_avx512f, Vector, Ymm, Zmm};
     use std::arch::x86_64::*;
 
@@ -60,7 +60,7 @@ mod lanes {
     ];
 
     /// The f64 vectors the kernel runs on, with the one integer step [`Vector`] lacks.
-    pub(super) trait ExpVector: Vector<E = f64> {
+    pub(crate) trait ExpVector: Vector<E = f64> {
         /// `2^k` in each lane, where `shifted - shifter` is the integer `k` in
         /// `-1022..=1023` (held in `shifted`'s low mantissa bits).
         /// # Safety
@@ -150,6 +150,26 @@ mod lanes {
                     fix_lanes::<V>(tail, x, ok);
                 }
             }
+        }
+    }
+
+    /// `exp` of the lanes of `mask` of `x` (the others' results are meaningless), std's for
+    /// lanes outside the kernel's range, as [`exp_slice`] takes them.
+    /// # Safety
+    /// `V`'s instruction set.
+    #[inline(always)]
+    pub(crate) unsafe fn exp_checked<V: ExpVector>(x: V::V, mask: u32) -> V::V {
+        // SAFETY: `V`'s instruction set (the caller's contract); `out` holds 8 values, at
+        // least `VL` (AVX-512's f64 lanes), all the unaligned store and load touch.
+        unsafe {
+            let (y, ok) = exp_lanes::<V>(x, mask);
+            if ok == mask {
+                return y;
+            }
+            let mut out = [0.0; 8];
+            V::storeu(out.as_mut_ptr(), y);
+            fix_lanes::<V>(&mut out[..V::VL], x, ok | !mask);
+            V::loadu(out.as_ptr())
         }
     }
 

@@ -328,6 +328,96 @@ pub(crate) mod avx2 {
     }
 }
 
+/// The f64 rows of [`kernel_rows`] with AVX-512F or AVX2 and FMA: one pass over each row, a
+/// vector at a time scaled by `-lambda`, exponentiated ([`crate::fast_exp`]'s kernel) and
+/// multiplied or divided while in registers, where the portable rows take three passes over
+/// each block (the scaling, the exponentials, the products). The same values bit for bit: the
+/// same exponential, the same products in the same order; padding is 0 in every array.
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod lanes_f64 {
+    use super::KernelRows;
+    use crate::fast_exp::lanes::{exp_checked, ExpVector};
+    use crate::simd::{has_avx2_fma, has_avx512f, Ymm, Zmm};
+
+    /// The rows by the widest kernel this CPU has, returning true, or false (doing nothing)
+    /// when it has neither AVX-512F nor AVX2 with FMA.
+    pub(crate) fn kernel_rows(rows: &mut KernelRows<'_, f64>) -> bool {
+        if has_avx512f() {
+            // SAFETY: the CPU has AVX-512F (checked).
+            unsafe { zmm(rows) };
+        } else if has_avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked).
+            unsafe { ymm(rows) };
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// # Safety
+    /// AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn zmm(rows: &mut KernelRows<'_, f64>) {
+        // SAFETY: AVX-512F (the caller's contract).
+        unsafe { rows_in::<Zmm<f64>>(rows) }
+    }
+
+    /// # Safety
+    /// AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) unsafe fn ymm(rows: &mut KernelRows<'_, f64>) {
+        // SAFETY: AVX2 and FMA (the caller's contract).
+        unsafe { rows_in::<Ymm<f64>>(rows) }
+    }
+
+    /// # Safety
+    /// `V`'s instruction set.
+    #[inline(always)]
+    unsafe fn rows_in<V: ExpVector>(rows: &mut KernelRows<'_, f64>) {
+        let KernelRows {
+            m,
+            r,
+            lambda,
+            stride,
+            ref mut kt,
+            ref mut km,
+            ref mut kr,
+        } = *rows;
+        let vs = r.len();
+        assert!(vs <= stride && m.len().is_multiple_of(stride));
+        assert!(kt.len() == m.len() && km.len() == m.len());
+        assert!(kr.as_deref().is_none_or(|kr| kr.len() == m.len()));
+        let mut r_padded = vec![1.0; stride.next_multiple_of(V::VL)];
+        r_padded[..vs].copy_from_slice(r);
+        // SAFETY: `V`'s instruction set (this function's contract); every load and store is of
+        // the lanes of `inside`, the values `at + o .. at + o + n` of a row inside `m` and the
+        // outputs (as long as `m`, asserted), and `r_padded` holds `o + VL` values.
+        unsafe {
+            let (neg_lambda, zero) = (V::splat(-lambda), V::zero());
+            for at in (0..m.len()).step_by(stride) {
+                for o in (0..stride).step_by(V::VL) {
+                    let inside = (1u32 << (stride - o).min(V::VL)) - 1;
+                    let used = (1u32 << vs.saturating_sub(o).min(V::VL)) - 1;
+                    let d = V::maskz_loadu(inside, m.as_ptr().add(at + o));
+                    let k = exp_checked::<V>(V::vmul(neg_lambda, d), used);
+                    let k = V::blend(used, zero, k);
+                    V::mask_storeu(kt.as_mut_ptr().add(at + o), inside, k);
+                    let kd = V::blend(used, zero, V::vmul(k, d));
+                    V::mask_storeu(km.as_mut_ptr().add(at + o), inside, kd);
+                    if let Some(kr) = kr.as_deref_mut() {
+                        let q = V::vdiv(k, V::loadu(r_padded.as_ptr().add(o)));
+                        V::mask_storeu(
+                            kr.as_mut_ptr().add(at + o),
+                            inside,
+                            V::blend(used, zero, q),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The `distance` and `precompute` phases for a word set, with their flops added to `flops`.
 pub fn prepare<E: Real>(
     problem: &WmdProblem,
@@ -402,6 +492,87 @@ mod tests {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn f64_rows_in_lanes_equal_the_portable_rows_bit_for_bit() {
+        type Rows = unsafe fn(&mut KernelRows<'_, f64>);
+        let mut kernels: Vec<(&str, Rows)> = Vec::new();
+        if crate::simd::has_avx2_fma() {
+            kernels.push(("avx2+fma", lanes_f64::ymm));
+        }
+        if crate::simd::has_avx512f() {
+            kernels.push(("avx512f", lanes_f64::zmm));
+        }
+        eprintln!(
+            "precompute: f64 row kernels {:?}",
+            kernels.iter().map(|k| k.0).collect::<Vec<_>>()
+        );
+        let mut rng = parbench_common::Rng::new(43);
+        for (vs, lambda) in [
+            (1, 3.0),
+            (3, 3.0),
+            (4, 10.0),
+            (7, 10.0),
+            (19, 10.0),
+            (19, 200.0),
+        ] {
+            let stride = padded_stride_of::<f64>(vs);
+            let rows = 29;
+            // Padding NaN (it must not leak), distances up to 5: at lambda 200 past the vector
+            // kernel's range, where std's `exp` takes over (subnormals and 0).
+            let mut m = vec![f64::NAN; rows * stride];
+            for row in m.chunks_exact_mut(stride) {
+                for d in &mut row[..vs] {
+                    *d = 5.0 * rng.next_f64();
+                }
+            }
+            let r: Vec<f64> = (0..vs).map(|_| 0.01 + rng.next_f64()).collect();
+            let run = |kernel: Option<Rows>| {
+                let arrays = rows_by(&m, &r, lambda, stride, |mut rows| match kernel {
+                    // SAFETY: only listed where the CPU has the kernel's instruction set.
+                    Some(kernel) => unsafe { kernel(&mut rows) },
+                    None => portable_kernel_rows(rows),
+                });
+                arrays.map(|a| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
+            };
+            let portable = run(None);
+            for (name, kernel) in &kernels {
+                assert!(
+                    run(Some(*kernel)) == portable,
+                    "{name}: v_s {vs}, lambda {lambda}"
+                );
+            }
+            for (i, &kt) in portable[0].iter().enumerate() {
+                if i % stride >= vs {
+                    assert_eq!(kt, 0, "padding, v_s {vs}");
+                }
+            }
+        }
+    }
+
+    /// `K^T`, `K .* M` and `K / r` of the rows `m` as `kernel` writes them into fresh arrays
+    /// (set to -1 first, so that a value left unwritten shows).
+    fn rows_by<E: Real>(
+        m: &[E],
+        r: &[E],
+        lambda: f64,
+        stride: usize,
+        kernel: impl FnOnce(KernelRows<'_, E>),
+    ) -> [Vec<E>; 3] {
+        let fresh = || vec![-E::ONE; m.len()];
+        let (mut kt, mut km, mut kr) = (fresh(), fresh(), fresh());
+        kernel(KernelRows {
+            m,
+            r,
+            lambda,
+            stride,
+            kt: &mut kt,
+            km: &mut km,
+            kr: Some(&mut kr),
+        });
+        [kt, km, kr]
+    }
+
     /// Distance in f32 ulps between two finite floats of the same sign.
     fn ulps32(a: f32, b: f32) -> u32 {
         (a.to_bits() as i32 - b.to_bits() as i32).unsigned_abs()
@@ -436,28 +607,15 @@ mod tests {
             }
             let r: Vec<f32> = (0..vs).map(|_| (0.01 + rng.next_f64()) as f32).collect();
             let run = |own: bool| {
-                let (mut kt, mut km, mut kr) = (
-                    vec![-1.0f32; m.len()],
-                    vec![-1.0; m.len()],
-                    vec![-1.0; m.len()],
-                );
-                let rows = KernelRows {
-                    m: &m,
-                    r: &r,
-                    lambda,
-                    stride,
-                    kt: &mut kt,
-                    km: &mut km,
-                    kr: Some(&mut kr),
-                };
-                if own {
-                    let mut rows = rows;
-                    // SAFETY: the CPU has AVX2 and FMA (checked above); `stride` is a multiple
-                    // of 8 (f32's padding) and every output is as long as `m`.
-                    unsafe { avx2::kernel_rows_f32(&mut rows) };
-                } else {
-                    portable_kernel_rows(rows);
-                }
+                let [kt, km, kr] = rows_by(&m, &r, lambda, stride, |mut rows| {
+                    if own {
+                        // SAFETY: the CPU has AVX2 and FMA (checked above); `stride` is a
+                        // multiple of 8 (f32's padding) and every output is as long as `m`.
+                        unsafe { avx2::kernel_rows_f32(&mut rows) };
+                    } else {
+                        portable_kernel_rows(rows);
+                    }
+                });
                 (kt, km, kr)
             };
             let (kt, km, kr) = run(true);

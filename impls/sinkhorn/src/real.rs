@@ -170,6 +170,15 @@ impl Real for f64 {
         }
         crate::fast_exp::exp_in_place(out);
     }
+    fn own_kernel_rows(rows: &mut KernelRows<'_, f64>) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return crate::precompute::lanes_f64::kernel_rows(rows);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = rows;
+            false
+        }
+    }
     fn solve_docs_in_lanes(task: &mut SolveDocs<'_, f64>) -> Option<Result<PartStats, WmdError>> {
         #[cfg(target_arch = "x86_64")]
         return crate::doc_lanes::solve_docs(task);
