@@ -477,7 +477,7 @@ mod tests {
                         "{what}"
                     );
                 } else {
-                    let ulps = (y.to_bits() as i32 - e.to_bits() as i32).unsigned_abs();
+                    let ulps = crate::precompute::tests::ulps32(y, e);
                     assert!(ulps <= 2, "{what}: {ulps} ulps");
                 }
             }

@@ -465,7 +465,7 @@ fn prepare_arrays<E: Real>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::distance::tests::random_problem;
     use parbench_common::Par;
@@ -516,17 +516,13 @@ mod tests {
             (19, 10.0),
             (19, 200.0),
         ] {
-            let stride = padded_stride_of::<f64>(vs);
-            let rows = 29;
-            // Padding NaN (it must not leak), distances up to 5: at lambda 200 past the vector
-            // kernel's range, where std's `exp` takes over (subnormals and 0).
-            let mut m = vec![f64::NAN; rows * stride];
-            for row in m.chunks_exact_mut(stride) {
-                for d in &mut row[..vs] {
+            // Distances up to 5: at lambda 200 past the vector kernel's range, where std's
+            // `exp` takes over (subnormals and 0).
+            let (m, r, stride) = random_rows::<f64>(&mut rng, vs, 29, |rng, row| {
+                for d in row {
                     *d = 5.0 * rng.next_f64();
                 }
-            }
-            let r: Vec<f64> = (0..vs).map(|_| 0.01 + rng.next_f64()).collect();
+            });
             let run = |kernel: Option<Rows>| {
                 let arrays = rows_by(&m, &r, lambda, stride, |mut rows| match kernel {
                     // SAFETY: only listed where the CPU has the kernel's instruction set.
@@ -548,6 +544,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `rows` random rows of distances for a query of `vs` words (`fill` draws each row's
+    /// used values), NaN in the padding (which must not leak into any array), and the query's
+    /// weights in `[0.01, 1.01)`; with the rows' stride.
+    fn random_rows<E: Real>(
+        rng: &mut parbench_common::Rng,
+        vs: usize,
+        rows: usize,
+        mut fill: impl FnMut(&mut parbench_common::Rng, &mut [f64]),
+    ) -> (Vec<E>, Vec<E>, usize) {
+        let stride = padded_stride_of::<E>(vs);
+        let mut m = vec![E::from_f64(f64::NAN); rows * stride];
+        let mut row = vec![0.0; vs];
+        for out in m.chunks_exact_mut(stride) {
+            fill(rng, &mut row);
+            for (o, &d) in out.iter_mut().zip(&row) {
+                *o = E::from_f64(d);
+            }
+        }
+        let r = (0..vs)
+            .map(|_| E::from_f64(0.01 + rng.next_f64()))
+            .collect();
+        (m, r, stride)
     }
 
     /// `K^T`, `K .* M` and `K / r` of the rows `m` as `kernel` writes them into fresh arrays
@@ -574,7 +594,7 @@ mod tests {
     }
 
     /// Distance in f32 ulps between two finite floats of the same sign.
-    fn ulps32(a: f32, b: f32) -> u32 {
+    pub(crate) fn ulps32(a: f32, b: f32) -> u32 {
         (a.to_bits() as i32 - b.to_bits() as i32).unsigned_abs()
     }
 
@@ -596,16 +616,12 @@ mod tests {
             (19, 10.0),
             (19, 40.0),
         ] {
-            let stride = padded_stride_of::<f32>(vs);
-            let rows = 37;
-            let mut m = vec![f32::NAN; rows * stride];
-            for row in m.chunks_exact_mut(stride) {
+            let (m, r, stride) = random_rows::<f32>(&mut rng, vs, 37, |rng, row| {
                 let base = 0.5 + 2.0 * rng.next_f64();
-                for d in &mut row[..vs] {
-                    *d = (base + 2.5 * rng.next_f64()) as f32;
+                for d in row {
+                    *d = base + 2.5 * rng.next_f64();
                 }
-            }
-            let r: Vec<f32> = (0..vs).map(|_| (0.01 + rng.next_f64()) as f32).collect();
+            });
             let run = |own: bool| {
                 let [kt, km, kr] = rows_by(&m, &r, lambda, stride, |mut rows| {
                     if own {
