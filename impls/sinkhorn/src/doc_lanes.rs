@@ -590,6 +590,11 @@ unsafe fn update<L: LaneVec>(
     unsafe {
         let (zero, inf, one) = (L::zero(), L::splat(L::E::INFINITY), L::splat(L::E::ONE));
         let (mut d, mut m, mut valid) = (zero, zero, mask);
+        // A blend stored back where it was loaded becomes a masked store (LLVM folds the two),
+        // which Zen 3 runs in microcode and which the next iteration's loads of `x` and `u`
+        // cannot take from the store buffer: with every lane active, as in all but the last
+        // iterations of most blocks, plain stores. The loop is unswitched on it.
+        let every_lane = mask == (1u32 << vl) - 1;
         for s in 0..vs {
             let (px, pu) = (x.as_mut_ptr().add(s * vl), u.as_mut_ptr().add(s * vl));
             let xn = L::load(x_new.as_ptr().add(s * vl));
@@ -597,8 +602,13 @@ unsafe fn update<L: LaneVec>(
             valid &= L::mask_lt(mask, zero, xn) & L::mask_lt(mask, xn, inf);
             d = L::vmax(d, L::vabs(L::vsub(xn, xo)));
             m = L::vmax(m, xn);
-            L::store(px, L::blend(mask, xo, xn));
-            L::store(pu, L::blend(mask, L::load(pu), L::vdiv(one, xn)));
+            if every_lane {
+                L::store(px, xn);
+                L::store(pu, L::vdiv(one, xn));
+            } else {
+                L::store(px, L::blend(mask, xo, xn));
+                L::store(pu, L::blend(mask, L::load(pu), L::vdiv(one, xn)));
+            }
         }
         L::storeu(diff.as_mut_ptr(), d);
         L::storeu(scale.as_mut_ptr(), m);
