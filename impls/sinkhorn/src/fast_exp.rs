@@ -88,35 +88,62 @@ pub(crate) mod lanes {
         }
     }
 
-    /// Takes the widest kernel this CPU has and returns true, or returns false (doing nothing)
-    /// when it has neither AVX-512F nor AVX2 with FMA.
-    pub(super) fn exp_in_place(xs: &mut [f64]) -> bool {
+    /// A computation written once over the f64 vectors of [`ExpVector`], for [`on_widest`] (or
+    /// [`on_zmm`] / [`on_ymm`]) to run compiled for one instruction set.
+    pub(crate) trait OverLanes {
+        type Output;
+        /// # Safety
+        /// `V`'s instruction set. Implementations are `#[inline(always)]`, so that their body
+        /// is compiled inside [`on_zmm`] or [`on_ymm`], for that instruction set.
+        unsafe fn run<V: ExpVector>(self) -> Self::Output;
+    }
+
+    /// `task` at the widest width this CPU has, or `None` (nothing run) when it has neither
+    /// AVX-512F nor AVX2 with FMA.
+    pub(crate) fn on_widest<T: OverLanes>(task: T) -> Option<T::Output> {
         if has_avx512f() {
             // SAFETY: the CPU supports AVX-512F (checked).
-            unsafe { zmm(xs) };
+            Some(unsafe { on_zmm(task) })
         } else if has_avx2_fma() {
             // SAFETY: the CPU supports AVX2 and FMA (checked).
-            unsafe { ymm(xs) };
+            Some(unsafe { on_ymm(task) })
         } else {
-            return false;
+            None
         }
-        true
     }
 
     /// # Safety
     /// AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn zmm(xs: &mut [f64]) {
+    pub(crate) unsafe fn on_zmm<T: OverLanes>(task: T) -> T::Output {
         // SAFETY: AVX-512F (the caller's contract).
-        unsafe { exp_slice::<Zmm<f64>>(xs) }
+        unsafe { task.run::<Zmm<f64>>() }
     }
 
     /// # Safety
     /// AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn ymm(xs: &mut [f64]) {
+    pub(crate) unsafe fn on_ymm<T: OverLanes>(task: T) -> T::Output {
         // SAFETY: AVX2 and FMA (the caller's contract).
-        unsafe { exp_slice::<Ymm<f64>>(xs) }
+        unsafe { task.run::<Ymm<f64>>() }
+    }
+
+    /// Every value of a slice replaced by its exponential ([`exp_in_place`]'s kernel).
+    pub(crate) struct ExpSlice<'a>(pub(crate) &'a mut [f64]);
+
+    impl OverLanes for ExpSlice<'_> {
+        type Output = ();
+        #[inline(always)]
+        unsafe fn run<V: ExpVector>(self) {
+            // SAFETY: `V`'s instruction set (the caller's contract).
+            unsafe { exp_slice::<V>(self.0) }
+        }
+    }
+
+    /// Takes the widest kernel this CPU has and returns true, or returns false (doing nothing)
+    /// when it has neither AVX-512F nor AVX2 with FMA.
+    pub(super) fn exp_in_place(xs: &mut [f64]) -> bool {
+        on_widest(ExpSlice(xs)).is_some()
     }
 
     /// # Safety
@@ -333,14 +360,14 @@ mod tests {
             if crate::simd::has_avx2_fma() {
                 fn avx2(xs: &mut [f64]) {
                     // SAFETY: only listed where the CPU has AVX2 and FMA.
-                    unsafe { lanes::ymm(xs) }
+                    unsafe { lanes::on_ymm(lanes::ExpSlice(xs)) }
                 }
                 paths.push(("avx2+fma", avx2));
             }
             if crate::simd::has_avx512f() {
                 fn avx512(xs: &mut [f64]) {
                     // SAFETY: only listed where the CPU has AVX-512F.
-                    unsafe { lanes::zmm(xs) }
+                    unsafe { lanes::on_zmm(lanes::ExpSlice(xs)) }
                 }
                 paths.push(("avx512f", avx512));
             }

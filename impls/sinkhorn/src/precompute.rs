@@ -336,38 +336,24 @@ pub(crate) mod avx2 {
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod lanes_f64 {
     use super::KernelRows;
-    use crate::fast_exp::lanes::{exp_checked, ExpVector};
-    use crate::simd::{has_avx2_fma, has_avx512f, Ymm, Zmm};
+    use crate::fast_exp::lanes::{exp_checked, on_widest, ExpVector, OverLanes};
 
     /// The rows by the widest kernel this CPU has, returning true, or false (doing nothing)
     /// when it has neither AVX-512F nor AVX2 with FMA.
     pub(crate) fn kernel_rows(rows: &mut KernelRows<'_, f64>) -> bool {
-        if has_avx512f() {
-            // SAFETY: the CPU has AVX-512F (checked).
-            unsafe { zmm(rows) };
-        } else if has_avx2_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked).
-            unsafe { ymm(rows) };
-        } else {
-            return false;
+        on_widest(Rows(rows)).is_some()
+    }
+
+    /// The rows as a task for [`crate::fast_exp::lanes`]' dispatch.
+    pub(crate) struct Rows<'r, 'a>(pub(crate) &'r mut KernelRows<'a, f64>);
+
+    impl OverLanes for Rows<'_, '_> {
+        type Output = ();
+        #[inline(always)]
+        unsafe fn run<V: ExpVector>(self) {
+            // SAFETY: `V`'s instruction set (the caller's contract).
+            unsafe { rows_in::<V>(self.0) }
         }
-        true
-    }
-
-    /// # Safety
-    /// AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    pub(crate) unsafe fn zmm(rows: &mut KernelRows<'_, f64>) {
-        // SAFETY: AVX-512F (the caller's contract).
-        unsafe { rows_in::<Zmm<f64>>(rows) }
-    }
-
-    /// # Safety
-    /// AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(crate) unsafe fn ymm(rows: &mut KernelRows<'_, f64>) {
-        // SAFETY: AVX2 and FMA (the caller's contract).
-        unsafe { rows_in::<Ymm<f64>>(rows) }
     }
 
     /// # Safety
@@ -495,13 +481,15 @@ pub(crate) mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn f64_rows_in_lanes_equal_the_portable_rows_bit_for_bit() {
-        type Rows = unsafe fn(&mut KernelRows<'_, f64>);
-        let mut kernels: Vec<(&str, Rows)> = Vec::new();
+        use crate::fast_exp::lanes::{on_ymm, on_zmm};
+        type RowsBy = unsafe fn(&mut KernelRows<'_, f64>);
+        let mut kernels: Vec<(&str, RowsBy)> = Vec::new();
         if crate::simd::has_avx2_fma() {
-            kernels.push(("avx2+fma", lanes_f64::ymm));
+            // SAFETY (both): only listed where the CPU has the instruction set.
+            kernels.push(("avx2+fma", |rows| unsafe { on_ymm(lanes_f64::Rows(rows)) }));
         }
         if crate::simd::has_avx512f() {
-            kernels.push(("avx512f", lanes_f64::zmm));
+            kernels.push(("avx512f", |rows| unsafe { on_zmm(lanes_f64::Rows(rows)) }));
         }
         eprintln!(
             "precompute: f64 row kernels {:?}",
@@ -523,7 +511,7 @@ pub(crate) mod tests {
                     *d = 5.0 * rng.next_f64();
                 }
             });
-            let run = |kernel: Option<Rows>| {
+            let run = |kernel: Option<RowsBy>| {
                 let arrays = rows_by(&m, &r, lambda, stride, |mut rows| match kernel {
                     // SAFETY: only listed where the CPU has the kernel's instruction set.
                     Some(kernel) => unsafe { kernel(&mut rows) },
