@@ -602,12 +602,13 @@ unsafe fn update<L: LaneVec>(
             valid &= L::mask_lt(mask, zero, xn) & L::mask_lt(mask, xn, inf);
             d = L::vmax(d, L::vabs(L::vsub(xn, xo)));
             m = L::vmax(m, xn);
+            let un = L::vdiv(one, xn);
             if every_lane {
                 L::store(px, xn);
-                L::store(pu, L::vdiv(one, xn));
+                L::store(pu, un);
             } else {
                 L::store(px, L::blend(mask, xo, xn));
-                L::store(pu, L::blend(mask, L::load(pu), L::vdiv(one, xn)));
+                L::store(pu, L::blend(mask, L::load(pu), un));
             }
         }
         L::storeu(diff.as_mut_ptr(), d);

@@ -88,34 +88,79 @@ pub(crate) mod lanes {
         }
     }
 
-    /// A computation written once over the f64 vectors of [`ExpVector`], for [`on_widest`] (or
-    /// [`on_zmm`] / [`on_ymm`]) to run compiled for one instruction set.
+    /// A computation written once over the f64 vectors of [`ExpVector`], for [`Width::run`] to
+    /// run compiled for one instruction set.
     pub(crate) trait OverLanes {
         type Output;
         /// # Safety
         /// `V`'s instruction set. Implementations are `#[inline(always)]`, so that their body
-        /// is compiled inside [`on_zmm`] or [`on_ymm`], for that instruction set.
+        /// is compiled inside the target-feature function [`Width::run`] calls.
         unsafe fn run<V: ExpVector>(self) -> Self::Output;
     }
 
-    /// `task` at the widest width this CPU has, or `None` (nothing run) when it has neither
-    /// AVX-512F nor AVX2 with FMA.
-    pub(crate) fn on_widest<T: OverLanes>(task: T) -> Option<T::Output> {
-        if has_avx512f() {
-            // SAFETY: the CPU supports AVX-512F (checked).
-            Some(unsafe { on_zmm(task) })
-        } else if has_avx2_fma() {
-            // SAFETY: the CPU supports AVX2 and FMA (checked).
-            Some(unsafe { on_ymm(task) })
-        } else {
-            None
+    /// A vector width of [`ExpVector`] that this CPU has. Only [`Width::available`] and
+    /// [`Width::widest`] make one, after checking the instruction set, so running a task at it
+    /// ([`Width::run`]) is safe: the CPU checks live here once, for the dispatch and the tests.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) struct Width(Isa);
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Isa {
+        Avx2,
+        Avx512,
+    }
+
+    impl Isa {
+        fn present(self) -> bool {
+            match self {
+                Isa::Avx2 => has_avx2_fma(),
+                Isa::Avx512 => has_avx512f(),
+            }
+        }
+    }
+
+    impl Width {
+        /// Every width this CPU has, narrowest first (the tests run each).
+        #[cfg(test)]
+        pub(crate) fn available() -> Vec<Width> {
+            [Isa::Avx2, Isa::Avx512]
+                .into_iter()
+                .filter(|isa| isa.present())
+                .map(Width)
+                .collect()
+        }
+
+        /// The widest this CPU has, or `None` when it has neither AVX-512F nor AVX2 with FMA.
+        pub(crate) fn widest() -> Option<Width> {
+            [Isa::Avx512, Isa::Avx2]
+                .into_iter()
+                .find(|isa| isa.present())
+                .map(Width)
+        }
+
+        /// The instruction set's name.
+        #[cfg(test)]
+        pub(crate) fn name(self) -> &'static str {
+            match self.0 {
+                Isa::Avx2 => "avx2+fma",
+                Isa::Avx512 => "avx512f",
+            }
+        }
+
+        /// `task` compiled for this width's instruction set.
+        pub(crate) fn run<T: OverLanes>(self, task: T) -> T::Output {
+            match self.0 {
+                // SAFETY (both): a `Width` is only made where the CPU has its instruction set.
+                Isa::Avx512 => unsafe { on_zmm(task) },
+                Isa::Avx2 => unsafe { on_ymm(task) },
+            }
         }
     }
 
     /// # Safety
     /// AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(crate) unsafe fn on_zmm<T: OverLanes>(task: T) -> T::Output {
+    unsafe fn on_zmm<T: OverLanes>(task: T) -> T::Output {
         // SAFETY: AVX-512F (the caller's contract).
         unsafe { task.run::<Zmm<f64>>() }
     }
@@ -123,7 +168,7 @@ pub(crate) mod lanes {
     /// # Safety
     /// AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(crate) unsafe fn on_ymm<T: OverLanes>(task: T) -> T::Output {
+    unsafe fn on_ymm<T: OverLanes>(task: T) -> T::Output {
         // SAFETY: AVX2 and FMA (the caller's contract).
         unsafe { task.run::<Ymm<f64>>() }
     }
@@ -143,7 +188,7 @@ pub(crate) mod lanes {
     /// Takes the widest kernel this CPU has and returns true, or returns false (doing nothing)
     /// when it has neither AVX-512F nor AVX2 with FMA.
     pub(super) fn exp_in_place(xs: &mut [f64]) -> bool {
-        on_widest(ExpSlice(xs)).is_some()
+        Width::widest().map(|w| w.run(ExpSlice(xs))).is_some()
     }
 
     /// # Safety
@@ -347,30 +392,19 @@ mod tests {
     }
 
     /// One implementation of `exp_in_place`.
-    type ExpPath = fn(&mut [f64]);
+    type ExpPath = std::rc::Rc<dyn Fn(&mut [f64])>;
 
     /// Every implementation of `exp_in_place` this CPU can run, by name, narrowest first: the
     /// portable path always (called directly, so it is checked on a vector host too), each
     /// vector kernel only where the CPU has its instruction set (called directly too, not
     /// through the dispatch).
     fn paths() -> Vec<(&'static str, ExpPath)> {
-        let mut paths: Vec<(&'static str, ExpPath)> = vec![("portable", exp_in_place_portable)];
+        let mut paths: Vec<(&'static str, ExpPath)> =
+            vec![("portable", std::rc::Rc::new(exp_in_place_portable))];
         #[cfg(target_arch = "x86_64")]
-        {
-            if crate::simd::has_avx2_fma() {
-                fn avx2(xs: &mut [f64]) {
-                    // SAFETY: only listed where the CPU has AVX2 and FMA.
-                    unsafe { lanes::on_ymm(lanes::ExpSlice(xs)) }
-                }
-                paths.push(("avx2+fma", avx2));
-            }
-            if crate::simd::has_avx512f() {
-                fn avx512(xs: &mut [f64]) {
-                    // SAFETY: only listed where the CPU has AVX-512F.
-                    unsafe { lanes::on_zmm(lanes::ExpSlice(xs)) }
-                }
-                paths.push(("avx512f", avx512));
-            }
+        for width in lanes::Width::available() {
+            let exp = move |xs: &mut [f64]| width.run(lanes::ExpSlice(xs));
+            paths.push((width.name(), std::rc::Rc::new(exp)));
         }
         paths
     }
@@ -430,7 +464,7 @@ mod tests {
         // The dispatch takes the widest path the CPU has.
         let mut dispatched = args.clone();
         exp_in_place(&mut dispatched);
-        let (widest, exp) = *paths().last().unwrap();
+        let (widest, exp) = paths().pop().unwrap();
         let mut direct = args.clone();
         exp(&mut direct);
         assert_eq!(
@@ -519,15 +553,15 @@ mod tests {
             "fast_exp: vector paths {:?}",
             vector.iter().map(|p| p.0).collect::<Vec<_>>()
         );
-        let bits = |exp: ExpPath| {
+        let bits = |exp: &ExpPath| {
             let mut ys = args.clone();
             exp(&mut ys);
             ys.iter().map(|y| y.to_bits()).collect::<Vec<_>>()
         };
         if let Some((first, rest)) = vector.split_first() {
-            let expected = bits(first.1);
+            let expected = bits(&first.1);
             for (name, exp) in rest {
-                assert!(bits(*exp) == expected, "{name} differs from {}", first.0);
+                assert!(bits(exp) == expected, "{name} differs from {}", first.0);
             }
         }
     }

@@ -336,12 +336,12 @@ pub(crate) mod avx2 {
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod lanes_f64 {
     use super::KernelRows;
-    use crate::fast_exp::lanes::{exp_checked, on_widest, ExpVector, OverLanes};
+    use crate::fast_exp::lanes::{exp_checked, ExpVector, OverLanes, Width};
 
     /// The rows by the widest kernel this CPU has, returning true, or false (doing nothing)
     /// when it has neither AVX-512F nor AVX2 with FMA.
     pub(crate) fn kernel_rows(rows: &mut KernelRows<'_, f64>) -> bool {
-        on_widest(Rows(rows)).is_some()
+        Width::widest().map(|w| w.run(Rows(rows))).is_some()
     }
 
     /// The rows as a task for [`crate::fast_exp::lanes`]' dispatch.
@@ -481,19 +481,10 @@ pub(crate) mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn f64_rows_in_lanes_equal_the_portable_rows_bit_for_bit() {
-        use crate::fast_exp::lanes::{on_ymm, on_zmm};
-        type RowsBy = unsafe fn(&mut KernelRows<'_, f64>);
-        let mut kernels: Vec<(&str, RowsBy)> = Vec::new();
-        if crate::simd::has_avx2_fma() {
-            // SAFETY (both): only listed where the CPU has the instruction set.
-            kernels.push(("avx2+fma", |rows| unsafe { on_ymm(lanes_f64::Rows(rows)) }));
-        }
-        if crate::simd::has_avx512f() {
-            kernels.push(("avx512f", |rows| unsafe { on_zmm(lanes_f64::Rows(rows)) }));
-        }
+        let widths = crate::fast_exp::lanes::Width::available();
         eprintln!(
             "precompute: f64 row kernels {:?}",
-            kernels.iter().map(|k| k.0).collect::<Vec<_>>()
+            widths.iter().map(|w| w.name()).collect::<Vec<_>>()
         );
         let mut rng = parbench_common::Rng::new(43);
         for (vs, lambda) in [
@@ -511,19 +502,19 @@ pub(crate) mod tests {
                     *d = 5.0 * rng.next_f64();
                 }
             });
-            let run = |kernel: Option<RowsBy>| {
-                let arrays = rows_by(&m, &r, lambda, stride, |mut rows| match kernel {
-                    // SAFETY: only listed where the CPU has the kernel's instruction set.
-                    Some(kernel) => unsafe { kernel(&mut rows) },
+            let run = |width: Option<crate::fast_exp::lanes::Width>| {
+                let arrays = rows_by(&m, &r, lambda, stride, |mut rows| match width {
+                    Some(w) => w.run(lanes_f64::Rows(&mut rows)),
                     None => portable_kernel_rows(rows),
                 });
                 arrays.map(|a| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
             };
             let portable = run(None);
-            for (name, kernel) in &kernels {
+            for &width in &widths {
                 assert!(
-                    run(Some(*kernel)) == portable,
-                    "{name}: v_s {vs}, lambda {lambda}"
+                    run(Some(width)) == portable,
+                    "{}: v_s {vs}, lambda {lambda}",
+                    width.name()
                 );
             }
             for (i, &kt) in portable[0].iter().enumerate() {
