@@ -6,6 +6,10 @@
 //! iterating, what `tol` is compared with) and `metric_active_docs`; `time_s` is taken by the
 //! callback, from the start of the solve (precomputation included). `doc-major` replays its
 //! per-iteration statistics after its loop, so its steps all carry the loop's end time.
+//!
+//! `metric_loop_kernel_imbalance` (variants that split the loop's kernel among threads): the
+//! busiest thread's kernel time over the mean of all threads', summed over the iterations of a
+//! single solve; 1 is a perfect split.
 
 pub mod cli;
 
@@ -256,6 +260,9 @@ impl TypedFamily for SinkhornFamily {
         metrics.insert("iterations".to_string(), out.iterations as f64);
         let work = solver.work(problem, &out, Par::threads(threads));
         metrics.extend(crate::exec::bound::work_metrics(&work));
+        if let Some(imbalance) = out.kernel_imbalance() {
+            metrics.insert("loop_kernel_imbalance".to_string(), imbalance);
+        }
         let loop_s = out.phases.get("loop");
         if loop_s > 0.0 {
             metrics.insert(

@@ -145,6 +145,7 @@ impl WmdSolver for Dense {
             iterations,
             phases,
             flops,
+            thread_kernel_s: Vec::new(),
         })
     }
 }

@@ -359,5 +359,6 @@ pub(crate) fn solve_loop<E: Real>(
         iterations,
         phases,
         flops,
+        thread_kernel_s: Vec::new(),
     })
 }

@@ -165,6 +165,7 @@ mod tests {
             iterations,
             phases: PhaseTimes::default(),
             flops: 1234.0,
+            thread_kernel_s: Vec::new(),
         }
     }
 

@@ -248,6 +248,7 @@ impl WmdSolver for FusedSddmmSpmm {
             iterations,
             phases,
             flops,
+            thread_kernel_s: Vec::new(),
         })
     }
 }

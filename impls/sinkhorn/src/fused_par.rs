@@ -44,7 +44,7 @@ use crate::{iterate, precompute, row_kernel};
 use crate::{Par, WmdSolver};
 use parbench_common::partition::nnz_balanced;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
@@ -167,6 +167,7 @@ fn solve_split(
     let mut state = DocState::new(problem, params);
 
     let loop_start = Instant::now();
+    let mut thread_kernel_s = vec![0.0; parts];
     let iterations = {
         let mut run = LoopRun {
             words: &words,
@@ -177,6 +178,7 @@ fn solve_split(
             params,
             state: &mut state,
             flops: &mut flops,
+            thread_kernel_s: &mut thread_kernel_s,
         };
         run.run(&pool, progress)?
     };
@@ -209,6 +211,7 @@ fn solve_split(
         iterations,
         phases,
         flops,
+        thread_kernel_s,
     })
 }
 
@@ -354,6 +357,8 @@ struct LoopRun<'a> {
     params: &'a SinkhornParams,
     state: &'a mut DocState,
     flops: &'a mut f64,
+    /// `[t]`: seconds thread `t` spent in the kernel.
+    thread_kernel_s: &'a mut [f64],
 }
 
 /// The views every thread of the region uses.
@@ -377,6 +382,8 @@ struct Region<'a> {
     stats: Vec<Mutex<Result<GatherStats, WmdError>>>,
     barrier: SpinBarrier,
     go_on: AtomicBool,
+    /// `[t]`: nanoseconds thread `t` spent in the kernel (only thread `t` adds to it).
+    kernel_ns: Vec<AtomicU64>,
 }
 
 impl LoopRun<'_> {
@@ -419,6 +426,7 @@ impl LoopRun<'_> {
                 .collect(),
             barrier: SpinBarrier::new(parts),
             go_on: AtomicBool::new(true),
+            kernel_ns: (0..parts).map(|_| AtomicU64::new(0)).collect(),
         };
         let region = &region;
         let mut iterations = 0;
@@ -447,13 +455,24 @@ impl LoopRun<'_> {
         };
         state.num_active = counts.0;
         state.active_nnz = counts.1;
+        for (s, ns) in self.thread_kernel_s.iter_mut().zip(&region.kernel_ns) {
+            *s = ns.load(Ordering::Relaxed) as f64 * 1e-9;
+        }
         outcome.map(|()| iterations)
     }
 }
 
 impl Region<'_> {
-    /// Thread `t`'s share of the kernel: its nonzeros into its accumulator.
+    /// Thread `t`'s share of the kernel, timed (two clock reads per iteration and thread).
     fn kernel(&self, t: usize) {
+        let start = Instant::now();
+        self.kernel_part(t);
+        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.kernel_ns[t].fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Thread `t`'s share of the kernel: its nonzeros into its accumulator.
+    fn kernel_part(&self, t: usize) {
         // SAFETY: in the kernel phase `u` and `active` are only read, and accumulator `t` is
         // written by thread `t` alone; the barriers after the previous step and after this one
         // separate it from the reduction, which writes them.
@@ -873,6 +892,16 @@ mod tests {
                         par.iterations, fused.iterations,
                         "{name} vs {vs} {threads}t"
                     );
+                    // One kernel time per thread, each the sum of real iterations' times.
+                    assert_eq!(par.thread_kernel_s.len(), threads, "{name} {threads}t");
+                    assert!(
+                        par.thread_kernel_s
+                            .iter()
+                            .all(|&s| s > 0.0 && s.is_finite()),
+                        "{name} {threads}t: {:?}",
+                        par.thread_kernel_s
+                    );
+                    assert!(par.kernel_imbalance().is_some_and(|i| i >= 1.0));
                     for (a, b) in par.distances.iter().zip(&fused.distances) {
                         assert!(
                             (a - b).abs() <= 1e-12 * b.abs(),

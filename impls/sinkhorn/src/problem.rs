@@ -382,4 +382,46 @@ pub struct WmdOutput {
     /// Floating-point operations of the work this variant actually did (dense work counted in
     /// full for `dense`), for effective GFLOP/s.
     pub flops: f64,
+    /// Seconds each thread spent in the loop's kernel, summed over the iterations, from the
+    /// variants that split that kernel among threads (empty from the others): how evenly the
+    /// split shares the work, read within one run, whatever else the host runs meanwhile.
+    pub thread_kernel_s: Vec<f64>,
+}
+
+impl WmdOutput {
+    /// The busiest thread's kernel time over the mean of all threads' (1 for a perfect split;
+    /// `None` without per-thread times).
+    pub fn kernel_imbalance(&self) -> Option<f64> {
+        let t = &self.thread_kernel_s;
+        let mean = t.iter().sum::<f64>() / t.len() as f64;
+        let busiest = t.iter().copied().fold(0.0, f64::max);
+        (mean > 0.0).then(|| busiest / mean)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_kernel_times(thread_kernel_s: Vec<f64>) -> WmdOutput {
+        WmdOutput {
+            distances: Vec::new(),
+            iterations: 1,
+            phases: PhaseTimes::default(),
+            flops: 0.0,
+            thread_kernel_s,
+        }
+    }
+
+    /// The busiest thread over the mean, by hand; nothing to say without times.
+    #[test]
+    fn kernel_imbalance_is_the_busiest_over_the_mean() {
+        let of = |t: &[f64]| with_kernel_times(t.to_vec()).kernel_imbalance();
+        assert_eq!(of(&[2.0, 2.0]), Some(1.0));
+        assert_eq!(of(&[1.0, 3.0]), Some(1.5));
+        assert_eq!(of(&[4.0, 0.0, 0.0, 0.0]), Some(4.0));
+        assert_eq!(of(&[5.0]), Some(1.0));
+        assert_eq!(of(&[]), None);
+        assert_eq!(of(&[0.0, 0.0]), None);
+    }
 }

@@ -289,6 +289,7 @@ impl WmdSolver for SparseSddmmSpmm {
             iterations,
             phases,
             flops,
+            thread_kernel_s: Vec::new(),
         })
     }
 }

@@ -95,6 +95,7 @@ impl WmdSolver for SparseSddmmSpmmPar {
             iterations,
             phases,
             flops,
+            thread_kernel_s: Vec::new(),
         })
     }
 }
