@@ -30,6 +30,11 @@
 //!   - it is alone at its point (no same-run ratio) and its time per calibration's lower end
 //!     exceeds [`CheckOptions::max_slowdown`].
 //!
+//!   An entry whose working set and its reference's sit in different levels of cache
+//!   ([`unprotected_same_run_ratios`]) is judged by the uniform rule alone when the baseline
+//!   has its times: another tenant's traffic in the shared last-level cache moves its same-run
+//!   ratio by itself. The check says how many were.
+//!
 //!   On a machine kind the baseline has no times for (the check says so), the same-run ratio is
 //!   compared alone.
 //!
@@ -330,6 +335,34 @@ pub const MAX_FOOTPRINT_RATIO: f64 = 4.0;
 /// with the host, not the code: the gate's `dense` (9.6 MB against `sparse`'s 0.5 MB) read 1.7x
 /// its baseline between unchanged runs on CI's host. Each is described in a line.
 pub fn unprotected_same_run_ratios(name: &str, exp: &ExperimentBaseline) -> Vec<String> {
+    footprint_mismatches(exp)
+        .into_iter()
+        .map(|m| {
+            format!(
+                "{name} at {}: `{}` works in {:.2} MB, its reference `{}` in {:.2} MB ({:.1}x; beyond a core's L2 of {:.0} KiB, one of them shares the last-level cache with the host's other tenants and the other does not)",
+                m.point,
+                m.variant,
+                m.own / 1e6,
+                exp.reference_variant,
+                m.reference / 1e6,
+                m.own.max(m.reference) / m.own.min(m.reference).max(1.0),
+                PRIVATE_CACHE_BYTES / 1024.0
+            )
+        })
+        .collect()
+}
+
+/// A timed entry of [`unprotected_same_run_ratios`]: its point, variant, and its and its
+/// reference's working sets in bytes.
+struct FootprintMismatch<'a> {
+    point: &'a str,
+    variant: &'a str,
+    own: f64,
+    reference: f64,
+}
+
+/// The entries [`unprotected_same_run_ratios`] describes.
+fn footprint_mismatches(exp: &ExperimentBaseline) -> Vec<FootprintMismatch<'_>> {
     const FOOTPRINT: &str = "work_reuse_footprint_bytes";
     let mut found = Vec::new();
     for (point, variants) in &exp.points {
@@ -348,14 +381,12 @@ pub fn unprotected_same_run_ratios(name: &str, exp: &ExperimentBaseline) -> Vec<
             }
             let (small, large) = (own.min(*reference), own.max(*reference));
             if large > PRIVATE_CACHE_BYTES && large > MAX_FOOTPRINT_RATIO * small {
-                found.push(format!(
-                    "{name} at {point}: `{variant}` works in {:.2} MB, its reference `{}` in {:.2} MB ({:.1}x; beyond a core's L2 of {:.0} KiB, one of them shares the last-level cache with the host's other tenants and the other does not)",
-                    own / 1e6,
-                    exp.reference_variant,
-                    reference / 1e6,
-                    large / small.max(1.0),
-                    PRIVATE_CACHE_BYTES / 1024.0
-                ));
+                found.push(FootprintMismatch {
+                    point,
+                    variant,
+                    own,
+                    reference: *reference,
+                });
             }
         }
     }
@@ -772,6 +803,11 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
         coverage: Coverage::default(),
         short: 0,
         untimed_references: 0,
+        mismatched: footprint_mismatches(old)
+            .into_iter()
+            .map(|m| (m.point, m.variant))
+            .collect(),
+        by_calibration_only: 0,
     };
     let counting_run = is_counted(run.rows);
     let untimed = run.config.gate.untimed.as_deref();
@@ -880,6 +916,11 @@ struct Gate<'a> {
     /// Entries of the reference variant with no calibrated times to compare and no other
     /// variant at their point.
     untimed_references: usize,
+    /// (point, variant) of the baseline's timed entries whose working set and their
+    /// reference's sit in different levels of cache ([`unprotected_same_run_ratios`]).
+    mismatched: BTreeSet<(&'a str, &'a str)>,
+    /// Of them, the entries judged by their time per calibration alone.
+    by_calibration_only: usize,
 }
 
 impl Gate<'_> {
@@ -1015,9 +1056,18 @@ impl Gate<'_> {
             )
         };
         let cal = calibrated.as_ref().map(|(_, i)| i);
-        let relative_regressed = same_run.as_ref().is_some_and(|(_, s)| {
-            s.lower > options.max_slowdown && cal.is_none_or(|c| c.ratio >= CORROBORATING_SLOWDOWN)
-        });
+        // Where the entry and its reference work in different levels of cache, another
+        // tenant moves the same-run ratio by itself: with calibrated times it is not used, and
+        // only the uniform rule judges the entry (without them it is all there is).
+        let mismatched = cal.is_some() && self.mismatched.contains(&(e.key, e.variant));
+        if mismatched {
+            self.by_calibration_only += 1;
+        }
+        let relative_regressed = !mismatched
+            && same_run.as_ref().is_some_and(|(_, s)| {
+                s.lower > options.max_slowdown
+                    && cal.is_none_or(|c| c.ratio >= CORROBORATING_SLOWDOWN)
+            });
         let uniform_regressed = cal.is_some_and(|c| c.lower > options.max_uniform_slowdown);
         let alone_regressed =
             same_run.is_none() && cal.is_some_and(|c| c.lower > options.max_slowdown);
@@ -1097,6 +1147,16 @@ impl Gate<'_> {
             self.report.notes.push(format!(
                 "{} entries of the reference variant `{}` not timed: without calibrated times for this machine kind only same-run ratios are compared, and their points have no other variant",
                 self.untimed_references, self.reference
+            ));
+        }
+        if self.by_calibration_only > 0 {
+            self.report.notes.push(format!(
+                "{} entries judged by their time per calibration alone (above {}x): each works in a different level of cache from its reference `{}` (one beyond a core's L2 of {:.0} KiB and more than {}x the other), where the host's other tenants slow one and not the other, so their same-run ratios are not used (a reference of the same working set would gate them closer)",
+                self.by_calibration_only,
+                self.options.max_uniform_slowdown,
+                self.reference,
+                PRIVATE_CACHE_BYTES / 1024.0,
+                MAX_FOOTPRINT_RATIO
             ));
         }
         if self.short > 0 {
@@ -1327,6 +1387,46 @@ mod tests {
         // One variant 1.6x per calibration but only 1.23x relative to its reference: noise
         // of the kind an unchanged run on CI's host showed, not a regression.
         assert!(report(&rows(1.3, 0.16, 0.01), &baseline(), KIND).passed());
+    }
+
+    /// `fast` working in the last-level cache (9.6 MB) against its reference's 0.5 MB: judged
+    /// by its time per calibration alone. Twice as slow relative to `slow` and 1.33x per
+    /// calibration, a regression when both fit in one level, passes with the note that says
+    /// why; everything 10x slower is still flagged, each entry.
+    #[test]
+    fn an_entry_in_another_cache_level_than_its_reference_is_judged_per_calibration_alone() {
+        const FOOTPRINT: &str = "work_reuse_footprint_bytes";
+        let bytes = |variant: &str| if variant == "slow" { 0.5e6 } else { 9.6e6 };
+        let with_footprints = |mut rows: Vec<ResultRow>| {
+            for r in &mut rows {
+                r.metrics.insert(FOOTPRINT.to_string(), bytes(&r.variant));
+            }
+            rows
+        };
+        let same_level = make_baseline(&rows(1.5, 0.15, 0.01), &config(), &machine(KIND));
+        let mut base = make_baseline(
+            &with_footprints(rows(1.5, 0.15, 0.01)),
+            &config(),
+            &machine(KIND),
+        );
+        for variants in base.experiments.get_mut("exp").unwrap().points.values_mut() {
+            for (variant, entry) in variants.iter_mut() {
+                entry.counters.insert(FOOTPRINT.to_string(), bytes(variant));
+            }
+        }
+        assert_eq!(footprint_mismatches(&base.experiments["exp"]).len(), 2);
+        assert!(!report(&rows(1.0, 0.2, 0.01), &same_level, KIND).passed());
+        let r = report(&with_footprints(rows(1.0, 0.2, 0.01)), &base, KIND);
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.coverage.timed, 4, "{r}");
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with("2 entries judged by their time per calibration alone")),
+            "{r}"
+        );
+        let r = report(&with_footprints(rows(15.0, 1.5, 0.01)), &base, KIND);
+        assert_eq!(r.regressions.len(), 4, "{r}");
     }
 
     #[test]
