@@ -147,6 +147,12 @@ pub(crate) mod lanes {
             }
         }
 
+        /// `task` at the widest width this CPU has, or `None` (nothing run) when it has
+        /// neither AVX-512F nor AVX2 with FMA.
+        pub(crate) fn run_widest<T: OverLanes>(task: T) -> Option<T::Output> {
+            Width::widest().map(|w| w.run(task))
+        }
+
         /// `task` compiled for this width's instruction set.
         pub(crate) fn run<T: OverLanes>(self, task: T) -> T::Output {
             match self.0 {
@@ -188,7 +194,7 @@ pub(crate) mod lanes {
     /// Takes the widest kernel this CPU has and returns true, or returns false (doing nothing)
     /// when it has neither AVX-512F nor AVX2 with FMA.
     pub(super) fn exp_in_place(xs: &mut [f64]) -> bool {
-        Width::widest().map(|w| w.run(ExpSlice(xs))).is_some()
+        Width::run_widest(ExpSlice(xs)).is_some()
     }
 
     /// # Safety

@@ -167,8 +167,7 @@ fn solve_split(
     let mut state = DocState::new(problem, params);
 
     let loop_start = Instant::now();
-    let mut thread_kernel_s = vec![0.0; parts];
-    let iterations = {
+    let (iterations, thread_kernel_s) = {
         let mut run = LoopRun {
             words: &words,
             c,
@@ -178,7 +177,6 @@ fn solve_split(
             params,
             state: &mut state,
             flops: &mut flops,
-            thread_kernel_s: &mut thread_kernel_s,
         };
         run.run(&pool, progress)?
     };
@@ -357,8 +355,6 @@ struct LoopRun<'a> {
     params: &'a SinkhornParams,
     state: &'a mut DocState,
     flops: &'a mut f64,
-    /// `[t]`: seconds thread `t` spent in the kernel.
-    thread_kernel_s: &'a mut [f64],
 }
 
 /// The views every thread of the region uses.
@@ -387,15 +383,16 @@ struct Region<'a> {
 }
 
 impl LoopRun<'_> {
-    /// Runs the iterations; returns how many ran.
+    /// Runs the iterations; returns how many ran, and the seconds each thread spent in the
+    /// kernel.
     fn run(
         &mut self,
         pool: &Pool,
         progress: &mut dyn FnMut(&IterationReport) -> Control,
-    ) -> Result<usize, WmdError> {
+    ) -> Result<(usize, Vec<f64>), WmdError> {
         let (params, parts) = (self.params, self.ranges.len());
         if params.max_iter == 0 || self.state.num_active == 0 {
-            return Ok(0);
+            return Ok((0, vec![0.0; parts]));
         }
         let (n, stride) = (self.state.active.len(), self.state.stride);
         // Zero on entry to every iteration: the reduction zeroes what it reads, and the kernel
@@ -455,10 +452,12 @@ impl LoopRun<'_> {
         };
         state.num_active = counts.0;
         state.active_nnz = counts.1;
-        for (s, ns) in self.thread_kernel_s.iter_mut().zip(&region.kernel_ns) {
-            *s = ns.load(Ordering::Relaxed) as f64 * 1e-9;
-        }
-        outcome.map(|()| iterations)
+        let kernel_s = region
+            .kernel_ns
+            .iter()
+            .map(|ns| ns.load(Ordering::Relaxed) as f64 * 1e-9)
+            .collect();
+        outcome.map(|()| (iterations, kernel_s))
     }
 }
 

@@ -341,7 +341,7 @@ pub(crate) mod lanes_f64 {
     /// The rows by the widest kernel this CPU has, returning true, or false (doing nothing)
     /// when it has neither AVX-512F nor AVX2 with FMA.
     pub(crate) fn kernel_rows(rows: &mut KernelRows<'_, f64>) -> bool {
-        Width::widest().map(|w| w.run(Rows(rows))).is_some()
+        Width::run_widest(Rows(rows)).is_some()
     }
 
     /// The rows as a task for [`crate::fast_exp::lanes`]' dispatch.
