@@ -403,12 +403,13 @@ fn provenance(h: &mut String, r: &ReportRun) {
         (
             "measured limits",
             format!(
-                "triad {:.1} GB/s (1 thread) / {:.1} GB/s ({} threads); FMA {:.1} / {:.1} GFLOP/s",
+                "triad {:.1} GB/s (1 thread) / {:.1} GB/s ({} threads); FMA {:.1} / {:.1} GFLOP/s; {}",
                 m.limits.triad_gb_per_s_1t,
                 m.limits.triad_gb_per_s_all,
                 m.limits.threads_all,
                 m.limits.fma_gflop_per_s_1t,
-                m.limits.fma_gflop_per_s_all
+                m.limits.fma_gflop_per_s_all,
+                m.limits.cache_triads()
             ),
         ),
         ("OS", format!("{}, kernel {}", m.os, m.kernel)),

@@ -409,7 +409,8 @@ pub fn summary_table(name: &str, rows: &[ResultRow], claims: &[ClaimOutcome]) ->
         "{:<48} {:<width$} {:>12} {:>12} {:>10} {:>8} {:>10}",
         "point", "variant", "median s", "min-max s", "GFLOP/s", "% bound", "rel err"
     );
-    for v in crate::analysis::summary::summarize(rows) {
+    let summarized = crate::analysis::summary::summarize(rows);
+    for v in &summarized {
         let _ = writeln!(
             s,
             "{:<48} {:<width$} {:>12.6} {:>12} {:>10} {:>8} {:>10}",
@@ -421,6 +422,21 @@ pub fn summary_table(name: &str, rows: &[ResultRow], claims: &[ClaimOutcome]) ->
             crate::analysis::summary::percent(v.fraction_of_bound),
             v.max_rel_error
                 .map_or("-".to_string(), |e| format!("{e:.1e}")),
+        );
+    }
+    // A bound is a least time: a median past it says the bound is wrong, not the run fast.
+    let past: Vec<String> = summarized
+        .iter()
+        .filter(|v| v.fraction_of_bound.is_some_and(|f| f > 1.0))
+        .map(|v| format!("{} at point {}", v.variant, v.point))
+        .collect();
+    if !past.is_empty() {
+        let _ = writeln!(
+            s,
+            "note: {} row(s) ran past their bound ({}): the machine's limits or the variant's \
+             stated work (metric_work_*) are wrong there",
+            past.len(),
+            past.join(", ")
         );
     }
     if !claims.is_empty() {
@@ -450,6 +466,28 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_names_every_row_that_ran_past_its_bound() {
+        let row = |point: usize, variant: &str, fraction: f64| ResultRow {
+            experiment: "e".to_string(),
+            point,
+            params: Params::new(),
+            variant: variant.to_string(),
+            repetition: 0,
+            wall_time_s: 1.0,
+            phases_s: Default::default(),
+            metrics: [("fraction_of_bound".to_string(), fraction)].into(),
+            equiv_rel_error: None,
+        };
+        let within = summary_table("e", &[row(0, "a", 0.4), row(0, "b", 1.0)], &[]);
+        assert!(!within.contains("past their bound"), "{within}");
+        let past = summary_table("e", &[row(0, "a", 0.4), row(1, "b", 1.6)], &[]);
+        assert!(
+            past.contains("note: 1 row(s) ran past their bound (b at point 1)"),
+            "{past}"
+        );
+    }
 
     fn flat(batches: &[Batch]) -> Vec<String> {
         batches
