@@ -65,33 +65,18 @@ pub fn bound(work: &Work, limits: &Limits) -> Option<Bound> {
     if peak <= 0.0 || memory <= 0.0 {
         return None;
     }
-    // Nearest first, the levels measured: capacity in bytes, bandwidth in bytes per second.
-    let levels: Vec<(f64, f64)> = [
-        (
-            limits.l1_bytes,
-            limits.l1_triad_gb_per_s_1t,
-            limits.l1_triad_gb_per_s_all,
-        ),
-        (
-            limits.l2_bytes,
-            limits.l2_triad_gb_per_s_1t,
-            limits.l2_triad_gb_per_s_all,
-        ),
-        (
-            limits.llc_bytes,
-            limits.llc_triad_gb_per_s_1t,
-            limits.llc_triad_gb_per_s_all,
-        ),
-    ]
-    .into_iter()
-    .zip([true, true, false])
-    .filter(|&((bytes, one, _), _)| bytes > 0 && one > 0.0)
-    .map(|((bytes, one, all), private)| {
-        // A core's own levels: each of the run's threads brings one.
-        let cores = if private { threads } else { 1.0 };
-        (bytes as f64 * cores, at(one, all) * 1e9)
-    })
-    .collect();
+    // Nearest first, the levels measured: capacity in bytes, bandwidth in bytes per second; a
+    // core's own levels once per thread of the run.
+    let levels: Vec<(f64, f64)> = limits
+        .cache_levels()
+        .into_iter()
+        .filter(|l| l.measured())
+        .map(|l| {
+            let cores = if l.private { threads } else { 1.0 };
+            let bandwidth = at(l.triad_gb_per_s_1t, l.triad_gb_per_s_all) * 1e9;
+            (l.bytes as f64 * cores, bandwidth)
+        })
+        .collect();
     let data = work.stream_bytes + work.reuse_footprint_bytes;
     let b = Bound {
         compute_s: work.flops / peak,

@@ -154,21 +154,73 @@ pub struct Limits {
     pub l2_triad_gb_per_s_all: f64,
 }
 
+/// One cache level's size and triad figures, as [`Limits::cache_levels`] lists them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CacheLevel {
+    /// "L1", "L2" or "last-level".
+    pub name: &'static str,
+    pub bytes: u64,
+    pub triad_gb_per_s_1t: f64,
+    pub triad_gb_per_s_all: f64,
+    /// A core's own level (L1, L2): each thread of a run brings one.
+    pub private: bool,
+}
+
+impl CacheLevel {
+    /// Whether the level's size is known and its triad was measured.
+    pub fn measured(&self) -> bool {
+        self.bytes > 0 && self.triad_gb_per_s_1t > 0.0
+    }
+}
+
 impl Limits {
+    /// The cache levels, nearest first.
+    pub fn cache_levels(&self) -> [CacheLevel; 3] {
+        let level = |name, bytes, triad_gb_per_s_1t, triad_gb_per_s_all, private| CacheLevel {
+            name,
+            bytes,
+            triad_gb_per_s_1t,
+            triad_gb_per_s_all,
+            private,
+        };
+        [
+            level(
+                "L1",
+                self.l1_bytes,
+                self.l1_triad_gb_per_s_1t,
+                self.l1_triad_gb_per_s_all,
+                true,
+            ),
+            level(
+                "L2",
+                self.l2_bytes,
+                self.l2_triad_gb_per_s_1t,
+                self.l2_triad_gb_per_s_all,
+                true,
+            ),
+            level(
+                "last-level",
+                self.llc_bytes,
+                self.llc_triad_gb_per_s_1t,
+                self.llc_triad_gb_per_s_all,
+                false,
+            ),
+        ]
+    }
+
     /// The cache levels' one-thread triads in a line ("cache triads (1 thread): L1 48 KiB
     /// 250.0 GB/s, ..."), the levels measured only.
     pub fn cache_triads(&self) -> String {
-        let levels = [
-            ("L1", self.l1_bytes, self.l1_triad_gb_per_s_1t),
-            ("L2", self.l2_bytes, self.l2_triad_gb_per_s_1t),
-            ("last-level", self.llc_bytes, self.llc_triad_gb_per_s_1t),
-        ];
-        let measured: Vec<String> = levels
+        let measured: Vec<String> = self
+            .cache_levels()
             .iter()
-            .filter(|&&(_, bytes, bw)| bytes > 0 && bw > 0.0)
-            .map(|&(name, bytes, bw)| match bytes {
-                b if b < 1 << 20 => format!("{name} {} KiB {bw:.1} GB/s", b >> 10),
-                b => format!("{name} {} MiB {bw:.1} GB/s", b >> 20),
+            .filter(|l| l.measured())
+            .map(|l| {
+                let (name, bw) = (l.name, l.triad_gb_per_s_1t);
+                match l.bytes {
+                    b if b < 1 << 20 => format!("{name} {} KiB {bw:.1} GB/s", b >> 10),
+                    b => format!("{name} {} MiB {bw:.1} GB/s", b >> 20),
+                }
             })
             .collect();
         if measured.is_empty() {
@@ -316,19 +368,16 @@ fn measure_private_triad(
         return (0.0, 0.0);
     }
     let reps = ((8 << 20) / (24 * n)).max(1);
+    let triad = widest_triad();
     let best = || {
         let (mut a, b, c) = (vec![0.0_f64; n], vec![1.0_f64; n], vec![2.0_f64; n]);
-        triad_widest(&mut a, &b, &c, 3.0);
-        let mut best = 0.0_f64;
-        for _ in 0..8 {
-            let start = Instant::now();
+        triad(&mut a, &b, &c, 3.0);
+        best_rate(8, (24 * n * reps) as f64, || {
             for _ in 0..reps {
-                triad_widest(&mut a, black_box(&b), &c, 3.0);
+                triad(&mut a, black_box(&b), &c, 3.0);
             }
-            best = best.max((24 * n * reps) as f64 / start.elapsed().as_secs_f64().max(1e-9));
             black_box(&a);
-        }
-        best
+        })
     };
     let one = best();
     let all: f64 = if threads_all > 1 {
@@ -337,6 +386,17 @@ fn measure_private_triad(
         one
     };
     (one / 1e9, all / 1e9)
+}
+
+/// The best rate, `bytes` over the quickest of `passes` timed runs of `pass`.
+fn best_rate(passes: usize, bytes: f64, mut pass: impl FnMut()) -> f64 {
+    let mut best = 0.0_f64;
+    for _ in 0..passes {
+        let start = Instant::now();
+        pass();
+        best = best.max(bytes / start.elapsed().as_secs_f64().max(1e-9));
+    }
+    best
 }
 
 /// The most the last-level cache's triad runs over: 16 MiB. On the Intel Xeon kind (a 480 MiB
@@ -423,26 +483,18 @@ fn measure_triad(
         }
     });
 
-    let mut best_1t = 0.0_f64;
-    for _ in 0..passes {
-        let start = Instant::now();
+    let best_1t = best_rate(passes, bytes, || {
         triad(&mut a, &b, &c, scalar);
-        best_1t = best_1t.max(bytes / start.elapsed().as_secs_f64().max(1e-9));
         black_box(&a);
-    }
-
+    });
     let best_all = in_pool(pool, || {
-        let mut best = 0.0_f64;
-        for _ in 0..passes {
-            let start = Instant::now();
+        best_rate(passes, bytes, || {
             a.par_chunks_mut(chunk)
                 .zip(b.par_chunks(chunk))
                 .zip(c.par_chunks(chunk))
                 .for_each(|((a, b), c)| triad(a, b, c, scalar));
-            best = best.max(bytes / start.elapsed().as_secs_f64().max(1e-9));
             black_box(&a);
-        }
-        best
+        })
     });
     (best_1t / 1e9, best_all / 1e9)
 }
@@ -454,10 +506,10 @@ fn triad(a: &mut [f64], b: &[f64], c: &[f64], scalar: f64) {
     }
 }
 
-/// [`triad`] compiled for the widest vectors this CPU has: a core's own caches serve as many
-/// bytes a cycle as its loads and stores are wide, and the kernels judged against these figures
-/// use AVX2 or AVX-512 (the build's baseline is SSE2).
-fn triad_widest(a: &mut [f64], b: &[f64], c: &[f64], scalar: f64) {
+/// [`triad`] compiled for the widest vectors this CPU has, chosen once: a core's own caches
+/// serve as many bytes a cycle as its loads and stores are wide, and the kernels judged against
+/// these figures use AVX2 or AVX-512 (the build's baseline is SSE2).
+fn widest_triad() -> fn(&mut [f64], &[f64], &[f64], f64) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f")]
@@ -469,15 +521,15 @@ fn triad_widest(a: &mut [f64], b: &[f64], c: &[f64], scalar: f64) {
             triad(a, b, c, scalar);
         }
         if is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F, checked just above.
-            return unsafe { zmm(a, b, c, scalar) };
+            // SAFETY: the CPU has AVX-512F (checked just above), all the function needs.
+            return |a, b, c, s| unsafe { zmm(a, b, c, s) };
         }
         if is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { ymm(a, b, c, scalar) };
+            // SAFETY: the CPU has AVX2 (checked just above), all the function needs.
+            return |a, b, c, s| unsafe { ymm(a, b, c, s) };
         }
     }
-    triad(a, b, c, scalar);
+    triad
 }
 
 /// Best one-thread FMA rate (GFLOP/s) and the iteration count that takes about one block.
@@ -811,6 +863,19 @@ pub fn format_info(info: &MachineInfo) -> String {
         (Some(commit), _) => commit.clone(),
         (None, _) => "not a git repository".to_string(),
     };
+    let [l1, l2, _] = limits.cache_levels();
+    let private_level = |l: CacheLevel| {
+        if l.bytes == 0 {
+            return "size unknown, not measured".to_string();
+        }
+        format!(
+            "{} KiB a core, triad over half {:.1} GB/s (1 thread), {:.1} GB/s ({} threads)",
+            l.bytes >> 10,
+            l.triad_gb_per_s_1t,
+            l.triad_gb_per_s_all,
+            limits.threads_all
+        )
+    };
     let rows: Vec<(&str, String)> = vec![
         ("host", info.hostname.clone()),
         ("os", info.os.clone()),
@@ -846,24 +911,8 @@ pub fn format_info(info: &MachineInfo) -> String {
                 limits.triad_gb_per_s_1t, limits.triad_gb_per_s_all, limits.threads_all
             ),
         ),
-        (
-            "L1 data cache",
-            private_level(
-                limits.l1_bytes,
-                limits.l1_triad_gb_per_s_1t,
-                limits.l1_triad_gb_per_s_all,
-                limits.threads_all,
-            ),
-        ),
-        (
-            "L2 cache",
-            private_level(
-                limits.l2_bytes,
-                limits.l2_triad_gb_per_s_1t,
-                limits.l2_triad_gb_per_s_all,
-                limits.threads_all,
-            ),
-        ),
+        ("L1 data cache", private_level(l1)),
+        ("L2 cache", private_level(l2)),
         (
             "last-level cache",
             if limits.llc_bytes > 0 {
@@ -898,15 +947,6 @@ pub fn format_info(info: &MachineInfo) -> String {
         ),
     ];
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    fn private_level(bytes: u64, one: f64, all: f64, threads: usize) -> String {
-        if bytes == 0 {
-            return "size unknown, not measured".to_string();
-        }
-        format!(
-            "{} KiB a core, triad over half {one:.1} GB/s (1 thread), {all:.1} GB/s ({threads} threads)",
-            bytes >> 10
-        )
-    }
     rows.iter()
         .map(|(key, value)| format!("{key:<width$}  {value}\n"))
         .collect()
@@ -955,12 +995,9 @@ mod tests {
         assert!(limits.threads_all >= 1);
         assert!(limits.llc_triad_gb_per_s_1t.is_finite() && limits.llc_triad_gb_per_s_1t >= 0.0);
         // A level sysfs lists is measured: its triads are positive.
-        let l = &limits;
-        for (bytes, one, all) in [
-            (l.l1_bytes, l.l1_triad_gb_per_s_1t, l.l1_triad_gb_per_s_all),
-            (l.l2_bytes, l.l2_triad_gb_per_s_1t, l.l2_triad_gb_per_s_all),
-        ] {
-            assert_eq!(bytes > 0, one > 0.0 && all > 0.0, "{bytes} B: {one}, {all}");
+        for l in limits.cache_levels().iter().filter(|l| l.private) {
+            let (one, all) = (l.triad_gb_per_s_1t, l.triad_gb_per_s_all);
+            assert_eq!(l.bytes > 0, one > 0.0 && all > 0.0, "{l:?}");
             assert!(one.is_finite() && all.is_finite());
         }
     }
