@@ -27,7 +27,7 @@ const LANES: usize = 8;
 /// The arrays the triad streams, allocated once per point and reused by every calibration.
 pub struct Calibration {
     par: Par,
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
     a: Vec<f64>,
     b: Vec<f64>,
     c: Vec<f64>,

@@ -217,6 +217,22 @@ pub fn count(
     Ok(())
 }
 
+const GLIBC_TUNABLES: &str = "GLIBC_TUNABLES";
+
+/// The counted process's glibc tunables: `user`'s, with every thread allocating from one malloc
+/// arena. A thread's first allocation otherwise takes an arena that another thread's exit may or
+/// may not have freed yet, so the heap a run found, and with it how often `realloc` must copy,
+/// changed with the scheduler: the binary embeddings reader's count moved by 2% between
+/// unchanged runs (a fresh arena or a reused one), and one arena holds it to 0.5% on a loaded
+/// host. Valgrind runs one thread at a time, so the arenas' lock is never contended.
+fn one_malloc_arena(user: Option<String>) -> String {
+    const ONE_ARENA: &str = "glibc.malloc.arena_max=1";
+    match user {
+        Some(user) if !user.is_empty() => format!("{user}:{ONE_ARENA}"),
+        _ => ONE_ARENA.to_string(),
+    }
+}
+
 /// Counts one experiment: `file` run by this executable under callgrind, its output kept in a
 /// log beside the dumps and printed whole once the process ends (so that processes counted at
 /// once do not interleave their lines); a failure shows the log's tail.
@@ -254,6 +270,10 @@ fn count_one(
         .arg("--out")
         .arg(out)
         .env(callgrind::COUNT_ENV, dumps)
+        .env(
+            GLIBC_TUNABLES,
+            one_malloc_arena(std::env::var(GLIBC_TUNABLES).ok()),
+        )
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err);
@@ -274,4 +294,22 @@ fn count_one(
     writeln!(stdout, "-- counted {name} ({})", file.display())?;
     stdout.write_all(text.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_malloc_arena;
+
+    #[test]
+    fn the_counted_process_allocates_from_one_arena_and_keeps_the_users_tunables() {
+        assert_eq!(one_malloc_arena(None), "glibc.malloc.arena_max=1");
+        assert_eq!(
+            one_malloc_arena(Some(String::new())),
+            "glibc.malloc.arena_max=1"
+        );
+        assert_eq!(
+            one_malloc_arena(Some("glibc.malloc.tcache_count=0".into())),
+            "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=1"
+        );
+    }
 }

@@ -6,7 +6,7 @@ use parbench_common::Par;
 /// The threads of one solve: a rayon pool built once (parallel regions then cost an `install`,
 /// not a pool construction each), or nothing for a sequential run.
 pub struct Pool {
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
     threads: usize,
 }
 
