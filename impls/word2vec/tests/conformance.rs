@@ -334,6 +334,34 @@ fn gemm_batch_matches_the_snapshot_products_on_awkward_shapes_on_every_kernel_pa
     report_paths("gemm against the f64 snapshot products", &paths);
 }
 
+/// A window can hold a word twice and the negatives can repeat a word: every update must still
+/// read the rows as they were before the batch (a kernel that read a row in place after writing
+/// it, rather than from its copy, would show here: reading the contexts' rows in place with the
+/// contexts updated first fails this test).
+#[test]
+fn gemm_batch_with_repeated_words_matches_the_snapshot_products_on_every_kernel_path() {
+    let paths = simd_paths();
+    let (d, v) = (100, 12);
+    let mut rng = Rng::new(4242);
+    let input = random_matrix(&mut rng, v, d, 0.8);
+    let output = random_matrix(&mut rng, v, d, 0.8);
+    let contexts: Vec<u32> = vec![0, 3, 0, 5, 3];
+    // Word 3 is also a target: the input and output rows of one word are different rows.
+    let targets: Vec<u32> = vec![2, 7, 7, 3, 9];
+    let (mut i2, mut o2) = (input.clone(), output.clone());
+    reference_batch(&mut i2, &mut o2, d, &contexts, &targets, 0.05);
+    for &path in &paths {
+        let (mut i1, mut o1) = (input.clone(), output.clone());
+        gemm_step(path)(&mut i1, &mut o1, d, &contexts, &targets, 0.05);
+        assert_close(&format!("{path}: repeated words, input"), &i1, &i2, 2e-5);
+        assert_close(&format!("{path}: repeated words, output"), &o1, &o2, 2e-5);
+    }
+    report_paths(
+        "gemm with repeated words against the f64 snapshot products",
+        &paths,
+    );
+}
+
 fn bidmach_step(path: &str) -> BatchStep {
     match path {
         "portable" => bidmach::step_portable,
