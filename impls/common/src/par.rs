@@ -93,10 +93,10 @@ impl Par {
 
     /// Runs `f` inside a pool of `self.degree()` threads (or directly when sequential), so that
     /// rayon calls inside `f` use exactly the requested number of threads (the calling thread's
-    /// pool of that size, built on its first use). The callers are leaf
-    /// kernels without an error path: their entry points check [`Par::pool`] first, so a pool
-    /// refused here (the system ran out of threads since) stops the program with the reason
-    /// rather than silently running on one thread.
+    /// pool of that size, built on its first use). The callers are leaf kernels without an error
+    /// path: their entry points check [`Par::pool`] first, so a pool refused here (the system ran
+    /// out of threads since) stops the program with the reason rather than silently running on
+    /// one thread.
     pub fn install<R: Send>(self, f: impl FnOnce() -> R + Send) -> R {
         match self.pool() {
             Ok(None) => f(),

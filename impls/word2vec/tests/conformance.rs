@@ -305,6 +305,26 @@ fn reference_products(
     }
 }
 
+/// One gemm batch on every kernel path against [`reference_batch`] on the same matrices
+/// (`what` names the case in a failure).
+fn check_gemm_batch(
+    what: &str,
+    paths: &[&str],
+    (input, output): (&[f32], &[f32]),
+    d: usize,
+    contexts: &[u32],
+    targets: &[u32],
+) {
+    let (mut i2, mut o2) = (input.to_vec(), output.to_vec());
+    reference_batch(&mut i2, &mut o2, d, contexts, targets, 0.05);
+    for &path in paths {
+        let (mut i1, mut o1) = (input.to_vec(), output.to_vec());
+        gemm_step(path)(&mut i1, &mut o1, d, contexts, targets, 0.05);
+        assert_close(&format!("{path}: {what} input"), &i1, &i2, 2e-5);
+        assert_close(&format!("{path}: {what} output"), &o1, &o2, 2e-5);
+    }
+}
+
 #[test]
 fn gemm_batch_matches_the_snapshot_products_on_awkward_shapes_on_every_kernel_path() {
     let paths = simd_paths();
@@ -322,14 +342,14 @@ fn gemm_batch_matches_the_snapshot_products_on_awkward_shapes_on_every_kernel_pa
         let output = random_matrix(&mut rng, v, d, 0.8);
         let contexts: Vec<u32> = (0..n as u32).collect();
         let targets: Vec<u32> = (0..m as u32).map(|j| j + 2).collect();
-        let (mut i2, mut o2) = (input.clone(), output.clone());
-        reference_batch(&mut i2, &mut o2, d, &contexts, &targets, 0.05);
-        for &path in &paths {
-            let (mut i1, mut o1) = (input.clone(), output.clone());
-            gemm_step(path)(&mut i1, &mut o1, d, &contexts, &targets, 0.05);
-            assert_close(&format!("{path}: {d}x{n}x{m} input"), &i1, &i2, 2e-5);
-            assert_close(&format!("{path}: {d}x{n}x{m} output"), &o1, &o2, 2e-5);
-        }
+        check_gemm_batch(
+            &format!("{d}x{n}x{m}"),
+            &paths,
+            (&input, &output),
+            d,
+            &contexts,
+            &targets,
+        );
     }
     report_paths("gemm against the f64 snapshot products", &paths);
 }
@@ -348,14 +368,14 @@ fn gemm_batch_with_repeated_words_matches_the_snapshot_products_on_every_kernel_
     let contexts: Vec<u32> = vec![0, 3, 0, 5, 3];
     // Word 3 is also a target: the input and output rows of one word are different rows.
     let targets: Vec<u32> = vec![2, 7, 7, 3, 9];
-    let (mut i2, mut o2) = (input.clone(), output.clone());
-    reference_batch(&mut i2, &mut o2, d, &contexts, &targets, 0.05);
-    for &path in &paths {
-        let (mut i1, mut o1) = (input.clone(), output.clone());
-        gemm_step(path)(&mut i1, &mut o1, d, &contexts, &targets, 0.05);
-        assert_close(&format!("{path}: repeated words, input"), &i1, &i2, 2e-5);
-        assert_close(&format!("{path}: repeated words, output"), &o1, &o2, 2e-5);
-    }
+    check_gemm_batch(
+        "repeated words,",
+        &paths,
+        (&input, &output),
+        d,
+        &contexts,
+        &targets,
+    );
     report_paths(
         "gemm with repeated words against the f64 snapshot products",
         &paths,
