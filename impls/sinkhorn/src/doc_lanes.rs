@@ -60,7 +60,7 @@ where
     if vp == 0 || vp > 32 {
         return None;
     }
-    if has_avx512f() {
+    if has_avx512f() && !tests::narrow_only() {
         // SAFETY: the CPU has AVX-512F (checked), all `Zmm` needs.
         Some(unsafe { by_width::<Zmm<E>>(task, vp) })
     } else if has_avx2_fma() {
@@ -117,12 +117,29 @@ pub(crate) trait LaneVec: Vector {
     ) -> Result<PartStats, WmdError>;
 }
 
-/// Sums of the axpys held in registers at once with AVX-512 (32 registers): every word of the
-/// widest query.
-const ZMM_SUMS: usize = 32;
-/// The same with AVX2 (16 registers): 12, leaving room for the quotient and the loads, so a
-/// 20-word query's axpys take two passes over the block instead of spilling every sum.
+/// Sums of the axpys held in registers at once with AVX2 (16 registers): 12, leaving room for
+/// the quotient and the loads, so a 20-word query's axpys take two passes over the block
+/// instead of spilling every sum. AVX-512's 32 registers hold every word's sum (`VP` of them).
 const YMM_SUMS: usize = 12;
+
+/// [`run_lanes`] with AVX2's sums in registers: every word's where they fit, else passes of
+/// [`YMM_SUMS`].
+///
+/// # Safety
+/// `L`'s instruction set.
+#[inline(always)]
+unsafe fn run_lanes_ymm<L: LaneVec, const VP: usize>(
+    task: &mut SolveDocs<'_, L::E>,
+) -> Result<PartStats, WmdError> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if VP <= YMM_SUMS {
+            run_lanes::<L, VP, VP>(task)
+        } else {
+            run_lanes::<L, VP, YMM_SUMS>(task)
+        }
+    }
+}
 
 impl<E: ZmmTranspose> LaneVec for Zmm<E> {
     #[inline(always)]
@@ -132,7 +149,7 @@ impl<E: ZmmTranspose> LaneVec for Zmm<E> {
     #[target_feature(enable = "avx512f,fma")]
     unsafe fn run<const VP: usize>(task: &mut SolveDocs<'_, E>) -> Result<PartStats, WmdError> {
         // SAFETY: AVX-512F (the caller's contract).
-        unsafe { run_lanes::<Self, VP, ZMM_SUMS>(task) }
+        unsafe { run_lanes::<Self, VP, VP>(task) }
     }
 }
 
@@ -215,18 +232,30 @@ impl ZmmTranspose for f32 {
                 for (v, row) in v.iter_mut().zip(rows) {
                     *v = _mm512_maskz_loadu_ps(mask, row.add(16 * g));
                 }
-                for (level, b) in [8usize, 4, 2, 1].into_iter().enumerate() {
-                    for i in (0..16).filter(|i| i & b == 0) {
-                        let (a, c) = (v[i], v[i + b]);
-                        v[i] = _mm512_permutex2var_ps(a, idx[2 * level], c);
-                        v[i + b] = _mm512_permutex2var_ps(a, idx[2 * level + 1], c);
-                    }
-                }
+                butterfly_round::<8>(&mut v, idx[0], idx[1]);
+                butterfly_round::<4>(&mut v, idx[2], idx[3]);
+                butterfly_round::<2>(&mut v, idx[4], idx[5]);
+                butterfly_round::<1>(&mut v, idx[6], idx[7]);
                 for (s, o) in v.iter().enumerate().take(n) {
                     _mm512_storeu_ps(dst.add((16 * g + s) * 16), *o);
                 }
             }
         }
+    }
+}
+
+/// One round of the 16x16 butterfly: rows `i` and `i + B` (`i & B == 0`) exchange their
+/// `B`-wide blocks. A round of its own, with `B` a constant and a fixed count of pairs, is
+/// unrolled with the rows in registers, where a loop over the rounds kept them on the stack (a
+/// store and a load around every shuffle: the f32 block copy ran slower than AVX2's).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn butterfly_round<const B: usize>(v: &mut [__m512; 16], lo: __m512i, hi: __m512i) {
+    for k in 0..8 {
+        let i = (k / B) * 2 * B + k % B;
+        let (a, c) = (v[i], v[i + B]);
+        v[i] = _mm512_permutex2var_ps(a, lo, c);
+        v[i + B] = _mm512_permutex2var_ps(a, hi, c);
     }
 }
 
@@ -300,7 +329,7 @@ impl LaneVec for Ymm<f64> {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn run<const VP: usize>(task: &mut SolveDocs<'_, f64>) -> Result<PartStats, WmdError> {
         // SAFETY: AVX2 and FMA (the caller's contract).
-        unsafe { run_lanes::<Self, VP, YMM_SUMS>(task) }
+        unsafe { run_lanes_ymm::<Self, VP>(task) }
     }
 }
 
@@ -347,7 +376,7 @@ impl LaneVec for Ymm<f32> {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn run<const VP: usize>(task: &mut SolveDocs<'_, f32>) -> Result<PartStats, WmdError> {
         // SAFETY: AVX2 and FMA (the caller's contract).
-        unsafe { run_lanes::<Self, VP, YMM_SUMS>(task) }
+        unsafe { run_lanes_ymm::<Self, VP>(task) }
     }
 }
 
@@ -670,6 +699,7 @@ unsafe fn iteration<L: LaneVec, const VP: usize, const SUMS: usize>(
     let slots = block.slots;
     assert!(block.k.len() >= slots * VP * vl && block.c.len() >= slots * vl);
     assert!(block.q.len() >= slots * vl && x_new.len() >= VP * vl);
+    assert!(0 < SUMS && SUMS <= VP);
     // SAFETY (all loads and stores below): inside the buffers (asserted above; `load_u`
     // asserts its own), every offset a multiple of `VL` values from a 64-byte aligned start.
     unsafe {
@@ -679,25 +709,31 @@ unsafe fn iteration<L: LaneVec, const VP: usize, const SUMS: usize>(
             let d = dot::<L, VP>(k.add(j * VP * vl), &uv);
             L::store(q.add(j * vl), L::vdiv(L::load(c.add(j * vl)), d));
         }
-        for first in (0..VP).step_by(SUMS) {
+        // Passes of exactly `SUMS` words, the last one moved back to end at `VP` (it then
+        // recomputes some of the previous pass's sums, the same values in the same order): a
+        // pass of fixed width is unrolled with its sums in registers, where one cut short at
+        // `VP` kept them on the stack (an FMA, a load and a store per slot and word).
+        let mut first = 0;
+        loop {
+            let first_here = first.min(VP - SUMS);
             let mut acc = [L::zero(); SUMS];
             for j in 0..slots {
                 let qj = L::load(q.add(j * vl));
-                let kj = k.add(j * VP * vl);
+                let kj = k.add((j * VP + first_here) * vl);
                 for (i, acc) in acc.iter_mut().enumerate() {
-                    if first + i < VP {
-                        *acc = L::fmadd(qj, L::load(kj.add((first + i) * vl)), *acc);
-                    }
+                    *acc = L::fmadd(qj, L::load(kj.add(i * vl)), *acc);
                 }
             }
             for (i, acc) in acc.iter().enumerate() {
-                let s = first + i;
-                if s < VP {
-                    L::store(
-                        x_new.as_mut_ptr().add(s * vl),
-                        L::vmul(*acc, L::splat(inv_r[s])),
-                    );
-                }
+                let s = first_here + i;
+                L::store(
+                    x_new.as_mut_ptr().add(s * vl),
+                    L::vmul(*acc, L::splat(inv_r[s])),
+                );
+            }
+            first += SUMS;
+            if first >= VP {
+                break;
             }
         }
     }
@@ -729,6 +765,79 @@ unsafe fn final_step<L: LaneVec, const VP: usize>(
             L::storeu(terms.as_mut_ptr(), L::vmul(w, dot_km));
             for (wmd, t) in wmd.iter_mut().zip(&terms[..vl]) {
                 *wmd += t.to_f64();
+            }
+        }
+    }
+}
+
+#[cfg(not(test))]
+mod tests {
+    pub(super) fn narrow_only() -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_avx2_fma;
+    use crate::generate::{generate, SyntheticSpec};
+    use crate::reference::reference_wmd;
+    use crate::{variant, Control, Par, SinkhornParams};
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Set by a test to run the AVX2 loop on a CPU that has AVX-512F too, so that both
+        /// widths are checked on every machine with AVX-512 (one solve thread runs inline).
+        static NARROW_ONLY: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub(super) fn narrow_only() -> bool {
+        NARROW_ONLY.with(Cell::get)
+    }
+
+    /// Every padded query width (4 to 32 words: one pass of sums or several, the last moved back
+    /// over the one before), both vector widths, both precisions, against the reference.
+    #[test]
+    fn both_vector_widths_agree_with_the_reference_at_every_query_width() {
+        if !has_avx2_fma() {
+            return;
+        }
+        let params = SinkhornParams {
+            lambda: 2.0,
+            max_iter: 12,
+            tol: None,
+        };
+        for query_words in [1, 4, 5, 8, 12, 13, 17, 19, 24, 25, 29, 32] {
+            let problem = generate(&SyntheticSpec {
+                vocab: 300,
+                dim: 12,
+                docs: 41,
+                words_per_doc: 11,
+                query_words,
+                zipf_exponent: 1.0,
+                seed: 17 + query_words as u64,
+            })
+            .unwrap();
+            let expected = reference_wmd(&problem, &params).unwrap();
+            let largest = expected.iter().fold(0.0f64, |m, &d| m.max(d.abs()));
+            for (name, tol) in [("doc-major", 1e-12), ("doc-major-f32", 1e-5)] {
+                let solver = variant(name).unwrap();
+                for narrow in [false, true] {
+                    NARROW_ONLY.with(|n| n.set(narrow));
+                    let out = solver
+                        .solve(&problem, &params, Par::threads(1), &mut |_| {
+                            Control::Continue
+                        })
+                        .unwrap();
+                    NARROW_ONLY.with(|n| n.set(false));
+                    for (d, (got, want)) in out.distances.iter().zip(&expected).enumerate() {
+                        assert!(
+                            (got - want).abs() <= tol * largest,
+                            "{name}, {query_words} query words, AVX2 only {narrow}, document \
+                             {d}: {got} against {want}"
+                        );
+                    }
+                }
             }
         }
     }
