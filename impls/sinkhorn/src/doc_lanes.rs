@@ -35,7 +35,9 @@
 //! **Measured** (paper shape, one thread, against the row kernels in the same session,
 //! interleaved): on an Intel Xeon (AVX-512) `doc-major`'s loop 13.5 ms against 18.8-19.5 and
 //! `doc-major-f32`'s 9.7 against 15.3-16.0; on an AMD EPYC Zen 3 (AVX2) 16.3-26.8 ms against
-//! 26.7-41.9 and 11.2-17.5 against 21.1-35.1 (a noisy host: each pair ran back to back).
+//! 26.7-41.9 and 11.2-17.5 against 21.1-35.1 (a noisy host: each pair ran back to back). With
+//! AVX-512's sums and block copy in registers (they had spilled to the stack), the Intel Xeon's
+//! loops read 11.3-12.2 ms and 7.1-7.4 ms (`docs/results.md`, 2026-12-02).
 
 use crate::buffer::ZeroedBuf;
 use crate::doc_major::{PartStats, SolveDocs};
