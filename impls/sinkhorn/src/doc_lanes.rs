@@ -100,15 +100,15 @@ unsafe fn by_width<L: LaneVec>(
 /// What the lanes loop needs of a vector beyond its arithmetic: the transposing copy, and the
 /// loop itself compiled for the vector's instruction set.
 pub(crate) trait LaneVec: Vector {
-    /// For each group of `VL` of the first `vp` columns of the `VL` rows at `rows` (one per
+    /// For each group of `VL` of the first `VP` columns of the `VL` rows at `rows` (one per
     /// lane): the group's columns as vectors (lane `l` from row `l`), column `c` stored at
     /// `dst + c VL`.
     ///
     /// # Safety
-    /// The type's instruction set; `rows` holds `VL` pointers, each to a row of at least `vp`
+    /// The type's instruction set; `rows` holds `VL` pointers, each to a row of at least `VP`
     /// values readable up to the next multiple of `E::LANES` (the padded kernel rows are);
-    /// `vp VL` values writable at `dst`.
-    unsafe fn transpose_rows(rows: &[*const Self::E], vp: usize, dst: *mut Self::E);
+    /// `VP VL` values writable at `dst`.
+    unsafe fn transpose_rows<const VP: usize>(rows: &[*const Self::E], dst: *mut Self::E);
     /// The lanes loop of `task`'s documents at a query width of `VP`, compiled for this
     /// instruction set.
     ///
@@ -145,8 +145,8 @@ unsafe fn run_lanes_ymm<L: LaneVec, const VP: usize>(
 
 impl<E: ZmmTranspose> LaneVec for Zmm<E> {
     #[inline(always)]
-    unsafe fn transpose_rows(rows: &[*const E], vp: usize, dst: *mut E) {
-        unsafe { E::transpose_rows(rows, vp, dst) }
+    unsafe fn transpose_rows<const VP: usize>(rows: &[*const E], dst: *mut E) {
+        unsafe { E::transpose_rows::<VP>(rows, dst) }
     }
     #[target_feature(enable = "avx512f,fma")]
     unsafe fn run<const VP: usize>(task: &mut SolveDocs<'_, E>) -> Result<PartStats, WmdError> {
@@ -159,25 +159,25 @@ impl<E: ZmmTranspose> LaneVec for Zmm<E> {
 pub(crate) trait ZmmTranspose: Avx512Real {
     /// # Safety
     /// As for [`LaneVec::transpose_rows`], with AVX-512F.
-    unsafe fn transpose_rows(rows: &[*const Self], vp: usize, dst: *mut Self);
+    unsafe fn transpose_rows<const VP: usize>(rows: &[*const Self], dst: *mut Self);
 }
 
 impl ZmmTranspose for f64 {
-    /// 8 columns at a time: masked loads (rows hold `vp`, not always a multiple of 8), an 8x8
+    /// 8 columns at a time: masked loads (rows hold `VP`, not always a multiple of 8), an 8x8
     /// transpose in three rounds of shuffles.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn transpose_rows(rows: &[*const f64], vp: usize, dst: *mut f64) {
+    unsafe fn transpose_rows<const VP: usize>(rows: &[*const f64], dst: *mut f64) {
         assert_eq!(rows.len(), 8);
-        // SAFETY: each load reads the lanes of its mask, inside the first `vp` values of a row;
-        // each store writes 8 values of the first `8 vp` at `dst` (the caller's contract).
+        // SAFETY: each load reads the lanes of its mask, inside the first `VP` values of a row;
+        // each store writes 8 values of the first `8 VP` at `dst` (the caller's contract).
         unsafe {
             let lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
             let hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
             let lo4 = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
             let hi4 = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
-            for g in 0..vp.div_ceil(8) {
-                let n = (vp - 8 * g).min(8);
+            for g in 0..VP.div_ceil(8) {
+                let n = (VP - 8 * g).min(8);
                 let mask = ((1u32 << n) - 1) as __mmask8;
                 let mut v = [_mm512_setzero_pd(); 8];
                 for (v, row) in v.iter_mut().zip(rows) {
@@ -219,7 +219,7 @@ impl ZmmTranspose for f32 {
     /// `i` and `i + b` exchange their `b`-wide blocks, `b` = 8, 4, 2, 1).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn transpose_rows(rows: &[*const f32], vp: usize, dst: *mut f32) {
+    unsafe fn transpose_rows<const VP: usize>(rows: &[*const f32], dst: *mut f32) {
         assert_eq!(rows.len(), 16);
         // SAFETY: as for f64; the index rows hold 16 values.
         unsafe {
@@ -227,8 +227,8 @@ impl ZmmTranspose for f32 {
             for (v, i) in idx.iter_mut().zip(&BUTTERFLY) {
                 *v = _mm512_loadu_si512(i.as_ptr() as *const __m512i);
             }
-            for g in 0..vp.div_ceil(16) {
-                let n = (vp - 16 * g).min(16);
+            for g in 0..VP.div_ceil(16) {
+                let n = (VP - 16 * g).min(16);
                 let mask = ((1u32 << n) - 1) as __mmask16;
                 let mut v = [_mm512_setzero_ps(); 16];
                 for (v, row) in v.iter_mut().zip(rows) {
@@ -305,12 +305,12 @@ impl LaneVec for Ymm<f64> {
     /// 4 columns at a time: a 4x4 transpose in two rounds (pairs, then 128-bit halves).
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn transpose_rows(rows: &[*const f64], vp: usize, dst: *mut f64) {
+    unsafe fn transpose_rows<const VP: usize>(rows: &[*const f64], dst: *mut f64) {
         assert_eq!(rows.len(), 4);
-        // SAFETY: each load reads 4 values of a row inside `vp` rounded up to 4 (readable, the
-        // caller's contract); each store writes 4 values of the first `4 vp` at `dst`.
+        // SAFETY: each load reads 4 values of a row inside `VP` rounded up to 4 (readable, the
+        // caller's contract); each store writes 4 values of the first `4 VP` at `dst`.
         unsafe {
-            for g in 0..vp.div_ceil(4) {
+            for g in 0..VP.div_ceil(4) {
                 let r = |l: usize| rows[l].add(4 * g);
                 let (r0, r1) = (_mm256_loadu_pd(r(0)), _mm256_loadu_pd(r(1)));
                 let (r2, r3) = (_mm256_loadu_pd(r(2)), _mm256_loadu_pd(r(3)));
@@ -322,7 +322,7 @@ impl LaneVec for Ymm<f64> {
                     _mm256_permute2f128_pd::<0x31>(t0, t2),
                     _mm256_permute2f128_pd::<0x31>(t1, t3),
                 ];
-                for (s, o) in out.iter().enumerate().take((vp - 4 * g).min(4)) {
+                for (s, o) in out.iter().enumerate().take((VP - 4 * g).min(4)) {
                     _mm256_storeu_pd(dst.add((4 * g + s) * 4), *o);
                 }
             }
@@ -340,12 +340,12 @@ impl LaneVec for Ymm<f32> {
     /// halves).
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn transpose_rows(rows: &[*const f32], vp: usize, dst: *mut f32) {
+    unsafe fn transpose_rows<const VP: usize>(rows: &[*const f32], dst: *mut f32) {
         assert_eq!(rows.len(), 8);
-        // SAFETY: each load reads 8 values of a row inside `vp` rounded up to 8 (readable, the
-        // caller's contract); each store writes 8 values of the first `8 vp` at `dst`.
+        // SAFETY: each load reads 8 values of a row inside `VP` rounded up to 8 (readable, the
+        // caller's contract); each store writes 8 values of the first `8 VP` at `dst`.
         unsafe {
-            for g in 0..vp.div_ceil(8) {
+            for g in 0..VP.div_ceil(8) {
                 let mut r = [_mm256_setzero_ps(); 8];
                 for (r, row) in r.iter_mut().zip(rows) {
                     *r = _mm256_loadu_ps(row.add(8 * g));
@@ -369,7 +369,7 @@ impl LaneVec for Ymm<f32> {
                     out[c] = _mm256_permute2f128_ps::<0x20>(u[c], u[4 + c]);
                     out[4 + c] = _mm256_permute2f128_ps::<0x31>(u[c], u[4 + c]);
                 }
-                for (s, o) in out.iter().enumerate().take((vp - 8 * g).min(8)) {
+                for (s, o) in out.iter().enumerate().take((VP - 8 * g).min(8)) {
                     _mm256_storeu_ps(dst.add((8 * g + s) * 8), *o);
                 }
             }
@@ -436,8 +436,8 @@ impl<E: Real> Block<E> {
             // of `stride` values or the 32-value rows of `lanes`, readable as far as asserted;
             // slot `j`'s `VP VL` values are inside `k` and `km` (asserted).
             unsafe {
-                L::transpose_rows(&kt_rows[..vl], VP, self.k.as_mut_ptr().add(j * VP * vl));
-                L::transpose_rows(&km_rows[..vl], VP, self.km.as_mut_ptr().add(j * VP * vl));
+                L::transpose_rows::<VP>(&kt_rows[..vl], self.k.as_mut_ptr().add(j * VP * vl));
+                L::transpose_rows::<VP>(&km_rows[..vl], self.km.as_mut_ptr().add(j * VP * vl));
             }
         }
         self.c[..slots * vl].fill(E::ZERO);
