@@ -37,7 +37,7 @@
 //! `doc-major-f32`'s 9.7 against 15.3-16.0; on an AMD EPYC Zen 3 (AVX2) 16.3-26.8 ms against
 //! 26.7-41.9 and 11.2-17.5 against 21.1-35.1 (a noisy host: each pair ran back to back). With
 //! AVX-512's sums and block copy in registers (they had spilled to the stack), the Intel Xeon's
-//! loops read 11.3-12.2 ms and 7.1-7.4 ms (`docs/results.md`, 2026-12-02).
+//! loops read 10.7-11.3 ms and 6.3-6.6 ms (`docs/results.md`, 2026-12-02).
 
 use crate::buffer::ZeroedBuf;
 use crate::doc_major::{PartStats, SolveDocs};
@@ -62,7 +62,7 @@ where
     if vp == 0 || vp > 32 {
         return None;
     }
-    if has_avx512f() && !tests::narrow_only() {
+    if has_avx512f() && !narrow_only() {
         // SAFETY: the CPU has AVX-512F (checked), all `Zmm` needs.
         Some(unsafe { by_width::<Zmm<E>>(task, vp) })
     } else if has_avx2_fma() {
@@ -71,6 +71,14 @@ where
     } else {
         None
     }
+}
+
+/// Whether a test asked for the AVX2 loop on a CPU with AVX-512F (never outside tests).
+fn narrow_only() -> bool {
+    #[cfg(test)]
+    return tests::NARROW_ONLY.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    false
 }
 
 /// [`LaneVec::run`] for the query's padded width `vp` (a multiple of 4 up to 32).
@@ -715,27 +723,22 @@ unsafe fn iteration<L: LaneVec, const VP: usize, const SUMS: usize>(
         // recomputes some of the previous pass's sums, the same values in the same order): a
         // pass of fixed width is unrolled with its sums in registers, where one cut short at
         // `VP` kept them on the stack (an FMA, a load and a store per slot and word).
-        let mut first = 0;
-        loop {
-            let first_here = first.min(VP - SUMS);
+        for first in (0..VP).step_by(SUMS) {
+            let first = first.min(VP - SUMS);
             let mut acc = [L::zero(); SUMS];
             for j in 0..slots {
                 let qj = L::load(q.add(j * vl));
-                let kj = k.add((j * VP + first_here) * vl);
+                let kj = k.add((j * VP + first) * vl);
                 for (i, acc) in acc.iter_mut().enumerate() {
                     *acc = L::fmadd(qj, L::load(kj.add(i * vl)), *acc);
                 }
             }
             for (i, acc) in acc.iter().enumerate() {
-                let s = first_here + i;
+                let s = first + i;
                 L::store(
                     x_new.as_mut_ptr().add(s * vl),
                     L::vmul(*acc, L::splat(inv_r[s])),
                 );
-            }
-            first += SUMS;
-            if first >= VP {
-                break;
             }
         }
     }
@@ -772,13 +775,6 @@ unsafe fn final_step<L: LaneVec, const VP: usize>(
     }
 }
 
-#[cfg(not(test))]
-mod tests {
-    pub(super) fn narrow_only() -> bool {
-        false
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::has_avx2_fma;
@@ -790,11 +786,7 @@ mod tests {
     thread_local! {
         /// Set by a test to run the AVX2 loop on a CPU that has AVX-512F too, so that both
         /// widths are checked on every machine with AVX-512 (one solve thread runs inline).
-        static NARROW_ONLY: Cell<bool> = const { Cell::new(false) };
-    }
-
-    pub(super) fn narrow_only() -> bool {
-        NARROW_ONLY.with(Cell::get)
+        pub(super) static NARROW_ONLY: Cell<bool> = const { Cell::new(false) };
     }
 
     /// Every padded query width (4 to 32 words: one pass of sums or several, the last moved back
