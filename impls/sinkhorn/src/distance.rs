@@ -355,6 +355,40 @@ pub(crate) mod tests {
         }
     }
 
+    /// Every query width from 1 to 49 words: on an AVX-512 host each of the kernel's panel
+    /// shapes (one to three vectors, the last a full vector or a half one) meets its own widths,
+    /// and every one must give the direct distances, in both precisions.
+    #[test]
+    fn every_query_width_agrees_with_direct_distances() {
+        let pool = Pool::new(Par::Seq).unwrap();
+        for vs in 1..=49 {
+            let p = random_problem(100 + vs as u64, 3 * vs + 11, 37, vs);
+            let words = WordSet::used(p.docs_by_word()).words;
+            let (f64s, f32s) = (
+                query_distances::<f64>(&p, &words, &pool),
+                query_distances::<f32>(&p, &words, &pool),
+            );
+            let (s64, s32) = (padded_stride_of::<f64>(vs), padded_stride_of::<f32>(vs));
+            for (k, &w) in words.iter().enumerate() {
+                for s in 0..vs {
+                    let q = p.query()[s].0 as usize;
+                    let exact = direct_distance(p.vec(w as usize), p.vec(q));
+                    let (got, got32) = (f64s[k * s64 + s], f32s[k * s32 + s] as f64);
+                    assert!(
+                        (got - exact).abs() <= 1e-12 * exact,
+                        "vs {vs}: {got} vs {exact}"
+                    );
+                    assert!(
+                        (got32 - exact).abs() <= 1e-5 * exact,
+                        "vs {vs}: {got32} vs {exact}"
+                    );
+                }
+                assert!(f64s[k * s64 + vs..(k + 1) * s64].iter().all(|&x| x == 0.0));
+                assert!(f32s[k * s32 + vs..(k + 1) * s32].iter().all(|&x| x == 0.0));
+            }
+        }
+    }
+
     /// A batch computes one distance pass against the union of its queries' words and takes
     /// each query's columns from it, which must be the query's own distances bit for bit.
     fn a_column_does_not_depend_on_the_others<E: Real>() {

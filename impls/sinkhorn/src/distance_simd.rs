@@ -20,7 +20,17 @@
 //!
 //! Cost: `2 n_w ceil(v_s / VL) VL d` flops in the FMA units (`v_s = 19` pads to 24 lanes with
 //! AVX-512, 79% useful; to 20 with AVX2's 12-double panels) plus `2 n_w d` for the norms;
-//! memory: each embedding row once.
+//! memory: each embedding row once. With AVX-512, a panel's last vector that holds at most half
+//! a vector of query words (19 words: 8 + 8 + 3 f64, 16 + 3 f32) takes 256-bit FMAs: a core that
+//! runs a 512-bit FMA as two 256-bit halves (AMD's Zen 4) then does 2.5 units of FMA work a word
+//! and dimension instead of 3 in f64, 1.5 instead of 2 in f32, with the same lanes' values bit
+//! for bit. On the AMD EPYC AVX-512 kind, `prep_bench` on one thread, runs interleaved: the f64
+//! distance phase 15.2-16.6 -> 12.8-12.9 ms, f32 8.5-8.7 -> 8.2 ms (`docs/results.md`,
+//! 2026-12-02, third session). Tried and dropped there: the words in the lanes instead (each
+//! block's rows transposed in registers into an L1 buffer, the query values broadcast; 20 FMAs
+//! where 24 were): the transposes, the norms and the scatter of the results back to word rows
+//! cost more than the padding saved (f64 15.3 ms, f32 10.2 ms); and 12 words a block in f32
+//! (9.6-10.4 ms).
 //!
 //! The kernel is generic over the vector ([`Vector`]: f64 or f32, for `doc-major-f32`, in either
 //! instruction set). Every column's sum runs over the dimensions in order in its own lane, so a
@@ -234,11 +244,28 @@ unsafe fn distances_in<V: Vector, const MR: usize>(
             // SAFETY: `V`'s instruction set by this function's contract; as above for `rows`;
             // the panel holds `d x PANEL` values; `out` holds `block.len()` rows of
             // `stride >= col + cols` values.
+            let nv = cols.div_ceil(V::VL);
+            let half = V::HALF_FMA && 2 * (cols - V::VL * (nv - 1)) <= V::VL;
             unsafe {
-                match cols.div_ceil(V::VL) {
-                    1 => panel_block::<V, MR, 1>(pack, p, &block, col, cols, stride, out),
-                    2 => panel_block::<V, MR, 2>(pack, p, &block, col, cols, stride, out),
-                    _ => panel_block::<V, MR, 3>(pack, p, &block, col, cols, stride, out),
+                match (nv, half) {
+                    (1, false) => {
+                        panel_block::<V, MR, 1, false>(pack, p, &block, col, cols, stride, out)
+                    }
+                    (1, true) => {
+                        panel_block::<V, MR, 1, true>(pack, p, &block, col, cols, stride, out)
+                    }
+                    (2, false) => {
+                        panel_block::<V, MR, 2, false>(pack, p, &block, col, cols, stride, out)
+                    }
+                    (2, true) => {
+                        panel_block::<V, MR, 2, true>(pack, p, &block, col, cols, stride, out)
+                    }
+                    (_, false) => {
+                        panel_block::<V, MR, 3, false>(pack, p, &block, col, cols, stride, out)
+                    }
+                    (_, true) => {
+                        panel_block::<V, MR, 3, true>(pack, p, &block, col, cols, stride, out)
+                    }
                 }
             }
             col += cols;
@@ -261,7 +288,7 @@ struct Block<'a, E, const MR: usize> {
 /// `V`'s instruction set; every `block.rows[i]` points at `pack.dim` readable values; `out`
 /// holds `block.m` rows of `stride >= col + cols` values.
 #[inline(always)]
-unsafe fn panel_block<V: Vector, const MR: usize, const NV: usize>(
+unsafe fn panel_block<V: Vector, const MR: usize, const NV: usize, const HALF: bool>(
     pack: &QueryPack<V::E>,
     p: usize,
     block: &Block<'_, V::E, MR>,
@@ -297,7 +324,11 @@ unsafe fn panel_block<V: Vector, const MR: usize, const NV: usize>(
             // SAFETY: `rows[i]` points at `d` readable values (caller's contract) and `t < d`.
             let a = unsafe { V::splat(*rows[i].add(t)) };
             for v in 0..NV {
-                acc[i][v] = unsafe { V::fmadd(a, q[v], acc[i][v]) };
+                acc[i][v] = if HALF && v == NV - 1 {
+                    unsafe { V::fmadd_low_half(a, q[v], acc[i][v]) }
+                } else {
+                    unsafe { V::fmadd(a, q[v], acc[i][v]) }
+                };
             }
         }
     }

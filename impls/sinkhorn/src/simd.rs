@@ -47,6 +47,10 @@ pub trait Avx512Real: Real {
     /// # Safety
     /// AVX-512F.
     unsafe fn fmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// [`Vector::fmadd_low_half`] with AVX-512F.
+    /// # Safety
+    /// AVX-512F.
+    unsafe fn fmadd_low_half(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// # Safety
     /// AVX-512F.
     unsafe fn vadd(a: Self::V, b: Self::V) -> Self::V;
@@ -133,6 +137,12 @@ impl Avx512Real for f64 {
     #[target_feature(enable = "avx512f")]
     unsafe fn fmadd(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
         _mm512_fmadd_pd(a, b, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    unsafe fn fmadd_low_half(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+        let half = |v| _mm512_castpd512_pd256(v);
+        _mm512_castpd256_pd512(_mm256_fmadd_pd(half(a), half(b), half(c)))
     }
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -246,6 +256,12 @@ impl Avx512Real for f32 {
         _mm512_fmadd_ps(a, b, c)
     }
     #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    unsafe fn fmadd_low_half(a: __m512, b: __m512, c: __m512) -> __m512 {
+        let half = |v| _mm512_castps512_ps256(v);
+        _mm512_castps256_ps512(_mm256_fmadd_ps(half(a), half(b), half(c)))
+    }
+    #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn vadd(a: __m512, b: __m512) -> __m512 {
         _mm512_add_ps(a, b)
@@ -353,6 +369,16 @@ pub(crate) trait Vector {
     /// # Safety
     /// The type's instruction set.
     unsafe fn fmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// Whether [`Vector::fmadd_low_half`] costs less than [`Vector::fmadd`]: with AVX-512 a
+    /// 256-bit FMA where the core runs a 512-bit one as two halves (AMD's Zen 4).
+    const HALF_FMA: bool = false;
+    /// [`Vector::fmadd`] in the low `VL / 2` lanes; the others are unspecified.
+    /// # Safety
+    /// The type's instruction set.
+    unsafe fn fmadd_low_half(a: Self::V, b: Self::V, c: Self::V) -> Self::V {
+        // SAFETY: the caller's contract.
+        unsafe { Self::fmadd(a, b, c) }
+    }
     /// # Safety
     /// The type's instruction set.
     unsafe fn vadd(a: Self::V, b: Self::V) -> Self::V;
@@ -449,6 +475,12 @@ impl<E: Avx512Real> Vector for Zmm<E> {
     unsafe fn fmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V {
         // SAFETY: the caller's contract is the delegate's.
         unsafe { E::fmadd(a, b, c) }
+    }
+    const HALF_FMA: bool = true;
+    #[inline(always)]
+    unsafe fn fmadd_low_half(a: Self::V, b: Self::V, c: Self::V) -> Self::V {
+        // SAFETY: the caller's contract is the delegate's.
+        unsafe { E::fmadd_low_half(a, b, c) }
     }
     #[inline(always)]
     unsafe fn vadd(a: Self::V, b: Self::V) -> Self::V {
