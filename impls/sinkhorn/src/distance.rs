@@ -334,24 +334,39 @@ pub(crate) mod tests {
                     let fast = query_distances::<f64>(&p, words, &pool);
                     let side = QuerySide::<f64>::gemm(&p, &query_words(&p));
                     let gemm = distances_with(&p, &side, words, &pool);
-                    for (k, &w) in words.iter().enumerate() {
-                        for s in 0..stride {
-                            let (f, g) = (fast[k * stride + s], gemm[k * stride + s]);
-                            if s >= vs {
-                                assert_eq!((f, g), (0.0, 0.0), "padding");
-                                continue;
-                            }
-                            let q = p.query()[s].0 as usize;
-                            let exact = direct_distance(p.vec(w as usize), p.vec(q));
-                            if exact == 0.0 {
-                                assert_eq!((f, g), (0.0, 0.0), "word {w} = query word {q}");
-                            }
-                            assert!((f - exact).abs() <= 1e-12 * exact, "{f} vs {exact}");
-                            assert!((g - exact).abs() <= 1e-12 * exact, "{g} vs {exact}");
-                        }
-                    }
+                    assert_direct(&p, words, &fast, stride, 1e-12);
+                    assert_direct(&p, words, &gemm, stride, 1e-12);
                 }
             }
+        }
+    }
+
+    /// `got` (`words.len()` rows of `stride`, distances in `E`) against the direct distances to
+    /// `p`'s query words, to `rel_tol`: exactly 0 where the words are equal, and 0 in the padding.
+    fn assert_direct<E: Real>(
+        p: &WmdProblem,
+        words: &[u32],
+        got: &[E],
+        stride: usize,
+        rel_tol: f64,
+    ) {
+        let vs = p.query().len();
+        for (k, &w) in words.iter().enumerate() {
+            let row = &got[k * stride..(k + 1) * stride];
+            for (s, &(q, _)) in p.query().iter().enumerate() {
+                let (got, exact) = (
+                    row[s].to_f64(),
+                    direct_distance(p.vec(w as usize), p.vec(q as usize)),
+                );
+                if exact == 0.0 {
+                    assert_eq!(got, 0.0, "word {w} = query word {q}");
+                }
+                assert!(
+                    (got - exact).abs() <= rel_tol * exact,
+                    "vs {vs}: {got} vs {exact}"
+                );
+            }
+            assert!(row[vs..].iter().all(|&x| x == E::ZERO), "padding");
         }
     }
 
@@ -364,28 +379,10 @@ pub(crate) mod tests {
         for vs in 1..=49 {
             let p = random_problem(100 + vs as u64, 3 * vs + 11, 37, vs);
             let words = WordSet::used(p.docs_by_word()).words;
-            let (f64s, f32s) = (
-                query_distances::<f64>(&p, &words, &pool),
-                query_distances::<f32>(&p, &words, &pool),
-            );
-            let (s64, s32) = (padded_stride_of::<f64>(vs), padded_stride_of::<f32>(vs));
-            for (k, &w) in words.iter().enumerate() {
-                for s in 0..vs {
-                    let q = p.query()[s].0 as usize;
-                    let exact = direct_distance(p.vec(w as usize), p.vec(q));
-                    let (got, got32) = (f64s[k * s64 + s], f32s[k * s32 + s] as f64);
-                    assert!(
-                        (got - exact).abs() <= 1e-12 * exact,
-                        "vs {vs}: {got} vs {exact}"
-                    );
-                    assert!(
-                        (got32 - exact).abs() <= 1e-5 * exact,
-                        "vs {vs}: {got32} vs {exact}"
-                    );
-                }
-                assert!(f64s[k * s64 + vs..(k + 1) * s64].iter().all(|&x| x == 0.0));
-                assert!(f32s[k * s32 + vs..(k + 1) * s32].iter().all(|&x| x == 0.0));
-            }
+            let f64s = query_distances::<f64>(&p, &words, &pool);
+            assert_direct(&p, &words, &f64s, padded_stride_of::<f64>(vs), 1e-12);
+            let f32s = query_distances::<f32>(&p, &words, &pool);
+            assert_direct(&p, &words, &f32s, padded_stride_of::<f32>(vs), 1e-5);
         }
     }
 

@@ -241,34 +241,46 @@ unsafe fn distances_in<V: Vector, const MR: usize>(
                 norms: &norms,
                 m: block.len(),
             };
+            // A last vector at most half full takes half-width FMAs where they cost less.
+            let nv = cols.div_ceil(V::VL);
+            let half = V::HALF_FMA && 2 * (cols - V::VL * (nv - 1)) <= V::VL;
             // SAFETY: `V`'s instruction set by this function's contract; as above for `rows`;
             // the panel holds `d x PANEL` values; `out` holds `block.len()` rows of
             // `stride >= col + cols` values.
-            let nv = cols.div_ceil(V::VL);
-            let half = V::HALF_FMA && 2 * (cols - V::VL * (nv - 1)) <= V::VL;
             unsafe {
-                match (nv, half) {
-                    (1, false) => {
-                        panel_block::<V, MR, 1, false>(pack, p, &block, col, cols, stride, out)
-                    }
-                    (1, true) => {
-                        panel_block::<V, MR, 1, true>(pack, p, &block, col, cols, stride, out)
-                    }
-                    (2, false) => {
-                        panel_block::<V, MR, 2, false>(pack, p, &block, col, cols, stride, out)
-                    }
-                    (2, true) => {
-                        panel_block::<V, MR, 2, true>(pack, p, &block, col, cols, stride, out)
-                    }
-                    (_, false) => {
-                        panel_block::<V, MR, 3, false>(pack, p, &block, col, cols, stride, out)
-                    }
-                    (_, true) => {
-                        panel_block::<V, MR, 3, true>(pack, p, &block, col, cols, stride, out)
-                    }
+                if half {
+                    panel_of_width::<V, MR, true>(nv, pack, p, &block, col, cols, stride, out)
+                } else {
+                    panel_of_width::<V, MR, false>(nv, pack, p, &block, col, cols, stride, out)
                 }
             }
             col += cols;
+        }
+    }
+}
+
+/// [`panel_block`] for a panel of `nv` vectors (1 to [`PANEL_VECTORS`]).
+///
+/// # Safety
+/// As for [`panel_block`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn panel_of_width<V: Vector, const MR: usize, const HALF: bool>(
+    nv: usize,
+    pack: &QueryPack<V::E>,
+    p: usize,
+    block: &Block<'_, V::E, MR>,
+    col: usize,
+    cols: usize,
+    stride: usize,
+    out: &mut [V::E],
+) {
+    // SAFETY (every arm): the caller's contract.
+    unsafe {
+        match nv {
+            1 => panel_block::<V, MR, 1, HALF>(pack, p, block, col, cols, stride, out),
+            2 => panel_block::<V, MR, 2, HALF>(pack, p, block, col, cols, stride, out),
+            _ => panel_block::<V, MR, 3, HALF>(pack, p, block, col, cols, stride, out),
         }
     }
 }
