@@ -54,11 +54,26 @@ pub(crate) struct Shared<'a> {
 
 /// The model size from which prefetching the next batch's rows pays: past the 1-2 MiB L2
 /// caches of these machines, random rows miss them (on wiki17m's 21k words at d = 100, 17 MB,
-/// it cut `gemm`'s one-thread training from 3.2-3.8 s to 2.5-2.8 s); a model that fits has
-/// its rows in cache, where the prefetches are instructions spent for nothing.
+/// it cut `gemm`'s median one-thread training from 3.4-4.3 s to 2.95-3.65 s); a model that
+/// fits has its rows in cache, where the prefetches are instructions spent for nothing (+25%
+/// under callgrind on the gate's 500 words).
 pub(crate) const PREFETCH_MIN_BYTES: usize = 4 << 20;
 
 impl Shared<'_> {
+    /// `out` becomes the center word, then `negative` draws from the noise distribution, a draw
+    /// equal to the center skipped (word2vec.c's rule).
+    #[inline(always)]
+    pub fn draw_targets(&self, center: u32, rng: &mut Rng, out: &mut Vec<u32>) {
+        out.clear();
+        out.push(center);
+        for _ in 0..self.negative {
+            let t = self.negatives.sample(rng);
+            if t != center {
+                out.push(t);
+            }
+        }
+    }
+
     /// Records `words` more corpus words processed by this thread and returns the learning
     /// rate for what it does next.
     #[inline]
@@ -192,7 +207,7 @@ pub(crate) fn train_shard(
         words_done: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         fma: cpu_has_fma(),
-        prefetch: 2 * vocab.len() * dim * std::mem::size_of::<f32>() >= PREFETCH_MIN_BYTES,
+        prefetch: (input.len() + output.len()) * std::mem::size_of::<f32>() >= PREFETCH_MIN_BYTES,
     };
     let threads = par.degree();
     let segment_len = match &segments {

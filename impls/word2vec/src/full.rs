@@ -144,14 +144,7 @@ impl WindowSource for CorpusSource<'_, '_> {
 
     #[inline(always)]
     fn targets(&mut self, center: u32, out: &mut Vec<u32>) {
-        out.clear();
-        out.push(center);
-        for _ in 0..self.shared.negative {
-            let t = self.shared.negatives.sample(self.rng);
-            if t != center {
-                out.push(t);
-            }
-        }
+        self.shared.draw_targets(center, self.rng, out);
     }
 
     fn alpha(&self) -> f32 {

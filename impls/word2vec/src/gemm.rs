@@ -129,27 +129,22 @@ pub(crate) fn for_each_batch(
     // apart from the caller's `target_feature`s calls libm for `mul_add` (6x the instructions).
     let mut draws = Draws::new(shared, range);
     let mut batch = [Pending::new(shared), Pending::new(shared)];
-    let mut next = 0;
+    let mut current = 0;
+    if !draws.next(shared, state, &mut batch[current]) {
+        return;
+    }
     loop {
-        let drawn = draws.next(shared, state, &mut batch[next]);
+        let drawn = draws.next(shared, state, &mut batch[current ^ 1]);
         if drawn && shared.prefetch {
-            shared.input.prefetch(&batch[next].contexts);
-            shared.output.prefetch(&batch[next].targets);
+            shared.input.prefetch(&batch[current ^ 1].contexts);
+            shared.output.prefetch(&batch[current ^ 1].targets);
         }
-        let previous = &mut batch[next ^ 1];
-        if previous.ready() {
-            update(
-                &previous.contexts,
-                &previous.targets,
-                previous.alpha,
-                &mut state.stats,
-            );
-            previous.targets.clear();
-        }
+        let b = &batch[current];
+        update(&b.contexts, &b.targets, b.alpha, &mut state.stats);
         if !drawn {
             break;
         }
-        next ^= 1;
+        current ^= 1;
     }
 }
 
@@ -211,14 +206,7 @@ impl Draws {
                 continue;
             }
             state.stats.context_pairs += out.contexts.len() as u64;
-            out.targets.clear();
-            out.targets.push(center);
-            for _ in 0..shared.negative {
-                let t = shared.negatives.sample(&mut state.rng);
-                if t != center {
-                    out.targets.push(t);
-                }
-            }
+            shared.draw_targets(center, &mut state.rng, &mut out.targets);
             out.alpha = self.alpha;
             return true;
         }
@@ -239,11 +227,6 @@ impl Pending {
             targets: Vec::with_capacity(shared.negative + 1),
             alpha: 0.0,
         }
-    }
-
-    /// Drawn and not yet updated.
-    fn ready(&self) -> bool {
-        !self.targets.is_empty()
     }
 }
 

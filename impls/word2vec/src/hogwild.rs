@@ -82,14 +82,7 @@ fn run_chunk<const FMA: bool>(shared: &Shared, range: Range<usize>, state: &mut 
                 if c == pos {
                     continue;
                 }
-                targets.clear();
-                targets.push(center);
-                for _ in 0..shared.negative {
-                    let t = shared.negatives.sample(&mut state.rng);
-                    if t != center {
-                        targets.push(t);
-                    }
-                }
+                shared.draw_targets(center, &mut state.rng, &mut targets);
                 pair_update::<FMA>(
                     &shared.input,
                     &shared.output,

@@ -162,16 +162,21 @@ impl HogwildMatrix {
     #[inline(always)]
     pub(crate) fn prefetch(&self, ids: &[u32]) {
         #[cfg(target_arch = "x86_64")]
-        for &r in ids {
-            assert!((r as usize) < self.rows);
-            // SAFETY: in bounds by the assert; the row is not read or written here.
-            let row = unsafe { self.ptr.add(r as usize * self.dim) };
+        {
             let lines = (self.dim * std::mem::size_of::<f32>()).div_ceil(64);
-            for line in 0..lines {
-                // SAFETY: a prefetch never faults and reads nothing into the program.
-                unsafe {
-                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                    _mm_prefetch::<_MM_HINT_T0>(row.cast::<i8>().wrapping_add(line * 64));
+            for &r in ids {
+                // Only an address: a prefetch of any address neither faults nor reads into
+                // the program, so it needs no bounds check.
+                let row = self
+                    .ptr
+                    .cast::<i8>()
+                    .wrapping_add(r as usize * self.dim * std::mem::size_of::<f32>());
+                for line in 0..lines {
+                    // SAFETY: a prefetch never faults and reads nothing into the program.
+                    unsafe {
+                        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                        _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(line * 64));
+                    }
                 }
             }
         }
