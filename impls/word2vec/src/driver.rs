@@ -47,6 +47,9 @@ pub(crate) struct Shared<'a> {
     stop: AtomicBool,
     /// The CPU has AVX2 and FMA: kernels run their `target_feature` instantiation.
     pub fma: bool,
+    /// The CPU has AVX-512F too: the batched products (`gemm`, `full`, `full-register`) run
+    /// their 512-bit kernels.
+    pub avx512: bool,
     /// The two matrices together outgrow [`PREFETCH_MIN_BYTES`]: the batched kernels prefetch
     /// the next batch's rows.
     pub prefetch: bool,
@@ -116,6 +119,18 @@ pub(crate) fn cpu_has_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU can run the batched products' AVX-512F kernels (it has AVX2 and FMA too).
+pub(crate) fn cpu_has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        cpu_has_fma() && is_x86_feature_detected!("avx512f")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -207,6 +222,7 @@ pub(crate) fn train_shard(
         words_done: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         fma: cpu_has_fma(),
+        avx512: cpu_has_avx512(),
         prefetch: (input.len() + output.len()) * std::mem::size_of::<f32>() >= PREFETCH_MIN_BYTES,
     };
     let threads = par.degree();

@@ -189,6 +189,7 @@ pub(crate) fn run_chunk<C: ContextRows>(
         &mut source,
         &mut state.stats,
         shared.fma,
+        shared.avx512,
     );
     shared.advance(source.since_tick);
 }
@@ -203,19 +204,26 @@ fn run_stream_dispatch<S: WindowSource, C: ContextRows>(
     source: &mut S,
     stats: &mut EpochStats,
     fma: bool,
+    avx512: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     if fma {
-        // SAFETY: `fma` is true only when the CPU has AVX2 and FMA.
-        unsafe { run_stream_fma::<S, C>(input, output, sigmoid, half, negative, source, stats) };
+        // SAFETY: `fma` is true only when the CPU has AVX2 and FMA, `avx512` only when it has
+        // AVX-512F too.
+        unsafe {
+            run_stream_fma::<S, C>(
+                input, output, sigmoid, half, negative, source, stats, avx512,
+            )
+        };
         return;
     }
     let _ = fma;
-    run_stream::<false, S, C>(input, output, sigmoid, half, negative, source, stats)
+    run_stream::<false, S, C>(input, output, sigmoid, half, negative, source, stats, false)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn run_stream_fma<S: WindowSource, C: ContextRows>(
     input: &HogwildMatrix,
     output: &HogwildMatrix,
@@ -224,8 +232,11 @@ unsafe fn run_stream_fma<S: WindowSource, C: ContextRows>(
     negative: usize,
     source: &mut S,
     stats: &mut EpochStats,
+    avx512: bool,
 ) {
-    run_stream::<true, S, C>(input, output, sigmoid, half, negative, source, stats)
+    run_stream::<true, S, C>(
+        input, output, sigmoid, half, negative, source, stats, avx512,
+    )
 }
 
 /// Where the window's context rows live while the window slides: the one thing `full` and
@@ -335,6 +346,8 @@ fn slot_range(pos: usize, slots: usize, dim: usize) -> Range<usize> {
 /// one window's products.
 struct Window<C> {
     dim: usize,
+    /// The batched products take their AVX-512 kernels.
+    avx512: bool,
     slots: usize,
     /// Slot `p % slots` holds the word at stream position `p` while it is in a window, and
     /// its word2vec.c sentence.
@@ -361,6 +374,7 @@ impl<C> Window<C> {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn run_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
     input: &HogwildMatrix,
     output: &HogwildMatrix,
@@ -369,11 +383,13 @@ fn run_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
     negative: usize,
     source: &mut S,
     stats: &mut EpochStats,
+    avx512: bool,
 ) {
     let d = input.dim();
     let slots = 2 * half + 1;
     let mut win = Window {
         dim: d,
+        avx512,
         slots,
         words: vec![0; slots],
         sentences: vec![0; slots],
@@ -430,14 +446,14 @@ fn window_batch<const FMA: bool, C>(
     output: &HogwildMatrix,
     sigmoid: &Sigmoid,
 ) {
-    let (d, m) = (win.dim, targets.len());
+    let (d, m, avx512) = (win.dim, targets.len(), win.avx512);
     output.gather(targets, &mut win.batch_y);
     let (x, y) = (&win.batch_x[..n * d], &win.batch_y[..m * d]);
     let s = &mut win.s[..n * m];
-    batch::logits::<FMA>(x, y, d, n, m, s);
+    batch::logits::<FMA>(avx512, x, y, d, n, m, s);
     batch::errors(s, m, alpha, sigmoid, positive_first);
     for (i, pending) in win.pending[..n * d].chunks_exact_mut(d).enumerate() {
-        batch::combine::<FMA>(&s[i * m..(i + 1) * m], y, d, pending);
+        batch::combine::<FMA>(avx512, &s[i * m..(i + 1) * m], y, d, pending);
     }
     let column = &mut win.column[..n];
     for (j, &t) in targets.iter().enumerate() {
@@ -445,7 +461,7 @@ fn window_batch<const FMA: bool, C>(
             *g = s[i * m + j];
         }
         // SAFETY: the only reference to this output row on this thread.
-        batch::combine::<FMA>(column, x, d, unsafe { output.row_mut(t) });
+        batch::combine::<FMA>(avx512, column, x, d, unsafe { output.row_mut(t) });
     }
 }
 
@@ -558,7 +574,8 @@ impl WindowSource for FixedSource<'_> {
 /// subsampling; the learning rate stays `alpha`. Returns the pair and traffic counts. The same
 /// code the training loop runs, exposed for the conformance tests.
 ///
-/// Runs the AVX2 + FMA instantiation where the CPU has them.
+/// Runs the AVX2 + FMA instantiation where the CPU has them, its products in AVX-512 where the
+/// CPU has that.
 ///
 /// # Panics
 /// When `targets` has fewer entries than `words` or one does not start with its center word.
@@ -599,7 +616,7 @@ pub fn step_stream_portable(
 }
 
 /// [`step_stream`] with the context rows held by `C`; `fma` must be true only where the CPU
-/// has AVX2 and FMA.
+/// has AVX2 and FMA (with it the AVX-512 products run where the CPU has them).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn step_stream_on<C: ContextRows>(
     fma: bool,
@@ -633,6 +650,7 @@ pub(crate) fn step_stream_on<C: ContextRows>(
         &mut source,
         &mut stats,
         fma,
+        fma && driver::cpu_has_avx512(),
     );
     stats
 }

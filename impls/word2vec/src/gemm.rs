@@ -99,6 +99,7 @@ fn run_chunk<const FMA: bool>(shared: &Shared, range: Range<usize>, state: &mut 
     let mut scratch = Scratch::new(shared.dim, 2 * shared.window, shared.negative + 1);
     for_each_batch(shared, range, state, |contexts, targets, alpha, stats| {
         batch_update::<FMA>(
+            shared.avx512,
             &shared.input,
             &shared.output,
             contexts,
@@ -235,6 +236,7 @@ impl Pending {
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn batch_update<const FMA: bool>(
+    avx512: bool,
     input: &HogwildMatrix,
     output: &HogwildMatrix,
     contexts: &[u32],
@@ -250,11 +252,13 @@ fn batch_update<const FMA: bool>(
     output.gather(targets, &mut scratch.y);
     let (x, y) = (&scratch.x[..n * d], &scratch.y[..m * d]);
     let s = &mut scratch.s[..n * m];
-    batch::logits::<FMA>(x, y, d, n, m, s);
+    batch::logits::<FMA>(avx512, x, y, d, n, m, s);
     batch::errors(s, m, alpha, sigmoid, true);
     for (i, &c) in contexts.iter().enumerate() {
         // SAFETY: the only reference to the row on this thread while it lives.
-        batch::combine::<FMA>(&s[i * m..(i + 1) * m], y, d, unsafe { input.row_mut(c) });
+        batch::combine::<FMA>(avx512, &s[i * m..(i + 1) * m], y, d, unsafe {
+            input.row_mut(c)
+        });
     }
     let column = &mut scratch.column[..n];
     for (j, &t) in targets.iter().enumerate() {
@@ -262,7 +266,7 @@ fn batch_update<const FMA: bool>(
             *g = s[i * m + j];
         }
         // SAFETY: as above, for the output matrix.
-        batch::combine::<FMA>(column, x, d, unsafe { output.row_mut(t) });
+        batch::combine::<FMA>(avx512, column, x, d, unsafe { output.row_mut(t) });
     }
     stats.pairs += (n * m) as u64;
     stats.traffic.input_rows_read += n as u64;
@@ -308,7 +312,8 @@ pub fn step_portable(
     step_on(false, input, output, dim, contexts, targets, alpha)
 }
 
-/// `fma` must be true only where the CPU has AVX2 and FMA.
+/// `fma` must be true only where the CPU has AVX2 and FMA; with it the AVX-512 products run
+/// where the CPU has them.
 fn step_on(
     fma: bool,
     input: &mut [f32],
@@ -318,6 +323,7 @@ fn step_on(
     targets: &[u32],
     alpha: f32,
 ) {
+    let avx512 = fma && driver::cpu_has_avx512();
     let input = HogwildMatrix::new(input, dim);
     let output = HogwildMatrix::new(output, dim);
     let sigmoid = Sigmoid::new();
@@ -328,6 +334,7 @@ fn step_on(
         // SAFETY: `fma` is true only where the CPU has AVX2 and FMA.
         unsafe {
             step_fma(
+                avx512,
                 &input,
                 &output,
                 contexts,
@@ -342,6 +349,7 @@ fn step_on(
     }
     let _ = fma;
     batch_update::<false>(
+        false,
         &input,
         &output,
         contexts,
@@ -357,6 +365,7 @@ fn step_on(
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn step_fma(
+    avx512: bool,
     input: &HogwildMatrix,
     output: &HogwildMatrix,
     contexts: &[u32],
@@ -367,7 +376,7 @@ unsafe fn step_fma(
     stats: &mut EpochStats,
 ) {
     batch_update::<true>(
-        input, output, contexts, targets, alpha, sigmoid, scratch, stats,
+        avx512, input, output, contexts, targets, alpha, sigmoid, scratch, stats,
     )
 }
 

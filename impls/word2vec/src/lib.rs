@@ -106,10 +106,13 @@ pub use problem::{Control, EpochReport, EpochStats, Traffic, TrainOutput, TrainP
 pub use parbench_common::Par;
 
 /// The vector instructions the training kernels run with on this CPU, as their run-time
-/// dispatch chose them: "avx2+fma" or "portable". Reported with instruction counts, which
-/// depend on the path.
+/// dispatch chose them: "avx512f" (the batched products of `gemm`, `full` and `full-register`
+/// in 512-bit vectors, the rest with AVX2 + FMA), "avx2+fma" or "portable". Reported with
+/// instruction counts, which depend on the path.
 pub fn simd_path() -> &'static str {
-    if driver::cpu_has_fma() {
+    if driver::cpu_has_avx512() {
+        "avx512f"
+    } else if driver::cpu_has_fma() {
         "avx2+fma"
     } else {
         "portable"
