@@ -150,12 +150,25 @@ pub struct BaselineEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted_path: Option<String>,
     /// Per repetition, its wall time over the point's reference variant's in the same
-    /// repetition (which ran just before or after it: repetitions are interleaved).
+    /// repetition (which ran just before or after it: repetitions are interleaved), from
+    /// whichever kind of machine last recorded it: the form of baselines written before each
+    /// kind kept its own ([`Timing::relative`]), used where this kind has none of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub relative: Vec<f64>,
     /// Machine kind -> times on that kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub timings: BTreeMap<String, Timing>,
+}
+
+impl BaselineEntry {
+    /// The same-run ratios to compare a run on `kind` with: the kind's own, else the kind-less
+    /// ones of an older baseline (empty when neither is there).
+    pub fn relative_on(&self, kind: &str) -> &[f64] {
+        match self.timings.get(kind) {
+            Some(t) if !t.relative.is_empty() => &t.relative,
+            _ => &self.relative,
+        }
+    }
 }
 
 /// Times of one variant at one point on one kind of machine.
@@ -164,6 +177,12 @@ pub struct Timing {
     /// Per repetition, wall time over the calibration of its point.
     pub normalized: Vec<f64>,
     pub median_wall_time_s: f64,
+    /// Per repetition, wall time over the point's reference variant's in the same repetition,
+    /// on this kind. Same-run ratios are the kind's own: its vector paths and caches set them
+    /// (`doc-major` over `sparse` in gate_sinkhorn read 0.34 on the AMD EPYC AVX-512 kind and
+    /// 0.62 on the AVX2-only one, the same code), so one kind's are not another's baseline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relative: Vec<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -310,6 +329,8 @@ impl Baseline {
                             entry.instructions = was.instructions;
                             entry.counted_path.clone_from(&was.counted_path);
                         }
+                        // The kind-less ratios of an older baseline stay for the kinds that have
+                        // none of their own yet.
                         if entry.relative.is_empty() {
                             entry.relative.clone_from(&was.relative);
                         }
@@ -591,9 +612,10 @@ pub fn make_baseline(
                 continue;
             }
             // The reference's own would be all ones: it is compared with the others instead.
-            if let Some(with) = reference_group.filter(|_| *variant != reference) {
-                entry.relative = paired_with(group, with);
-            }
+            let relative = reference_group
+                .filter(|_| *variant != reference)
+                .map(|with| paired_with(group, with))
+                .unwrap_or_default();
             let normalized = group.normalized();
             if !normalized.is_empty() && !machine.fingerprint.is_empty() {
                 entry.timings.insert(
@@ -601,6 +623,7 @@ pub fn make_baseline(
                     Timing {
                         normalized,
                         median_wall_time_s: median(&group.times()).unwrap_or(0.0),
+                        relative,
                     },
                 );
             }
@@ -798,7 +821,7 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
         has_machine: baseline.machines.contains_key(kind),
         path_now: dispatch_path(run.machine, &run.config.family),
         reference,
-        others: others_at_points(&now, old),
+        others: others_at_points(&now, old, kind),
         report,
         coverage: Coverage::default(),
         short: 0,
@@ -808,12 +831,13 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
             .map(|m| (m.point, m.variant))
             .collect(),
         by_calibration_only: 0,
+        timed_elsewhere: 0,
     };
     let counting_run = is_counted(run.rows);
     let untimed = run.config.gate.untimed.as_deref();
     if !counting_run && !gate.has_machine {
         gate.report.notes.push(format!(
-            "the baseline has no times for this kind of machine ({kind}); times compared only as same-run ratios to `{reference}` (record this machine's with --write-baseline)"
+            "the baseline has no times for this kind of machine ({kind}); times compared only as same-run ratios to `{reference}`, where the baseline keeps kind-less ones from before each kind kept its own (record this machine's with --write-baseline)"
         ));
     }
     if let Some(why) = untimed {
@@ -862,6 +886,7 @@ pub fn check(run: &RunView, baseline: Option<&Baseline>, options: &CheckOptions)
 fn others_at_points(
     now: &BTreeMap<String, BTreeMap<String, Group>>,
     old: &ExperimentBaseline,
+    kind: &str,
 ) -> BTreeMap<String, (Vec<f64>, Vec<f64>)> {
     let mut out = BTreeMap::new();
     for (key, variants) in &old.points {
@@ -871,12 +896,13 @@ fn others_at_points(
         };
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for (variant, then) in variants {
-            if *variant == old.reference_variant || then.relative.is_empty() {
+            let relative = then.relative_on(kind);
+            if *variant == old.reference_variant || relative.is_empty() {
                 continue;
             }
             if let Some(group) = run.get(variant) {
                 a.push(paired_with(group, reference));
-                b.push(then.relative.as_slice());
+                b.push(relative);
             }
         }
         let a: Vec<&[f64]> = a.iter().map(Vec::as_slice).collect();
@@ -921,6 +947,8 @@ struct Gate<'a> {
     mismatched: BTreeSet<(&'a str, &'a str)>,
     /// Of them, the entries judged by their time per calibration alone.
     by_calibration_only: usize,
+    /// Entries with times and same-run ratios for other kinds of machine only.
+    timed_elsewhere: usize,
 }
 
 impl Gate<'_> {
@@ -1025,7 +1053,10 @@ impl Gate<'_> {
         });
         let same_run = self.same_run_ratio(e, group, now);
         if calibrated.is_none() && same_run.is_none() {
-            if e.variant == self.reference {
+            if !e.then.timings.is_empty() {
+                // Timed on other kinds only, whose same-run ratios are not this kind's.
+                self.timed_elsewhere += 1;
+            } else if e.variant == self.reference {
                 // Alone at its point (no other variant to compare with) and no calibrated
                 // times for this machine kind.
                 self.untimed_references += 1;
@@ -1127,7 +1158,7 @@ impl Gate<'_> {
         let confidence = self.options.confidence;
         if e.variant != self.reference {
             let paired = paired_with(group, now.get(self.reference)?);
-            let i = ratio_of_medians(&paired, &e.then.relative, confidence)?;
+            let i = ratio_of_medians(&paired, e.then.relative_on(self.kind), confidence)?;
             return Some((format!("`{}`", self.reference), i));
         }
         let (others_now, others_then) = self.others.get(e.key)?;
@@ -1147,6 +1178,12 @@ impl Gate<'_> {
             self.report.notes.push(format!(
                 "{} entries of the reference variant `{}` not timed: without calibrated times for this machine kind only same-run ratios are compared, and their points have no other variant",
                 self.untimed_references, self.reference
+            ));
+        }
+        if self.timed_elsewhere > 0 {
+            self.report.notes.push(format!(
+                "{} entries not timed: the baseline times them on other kinds of machine only, whose same-run ratios are not this kind's (vector paths and caches set them); their counts are gated (record this kind's times with --write-baseline)",
+                self.timed_elsewhere
             ));
         }
         if self.by_calibration_only > 0 {
@@ -1476,7 +1513,7 @@ mod tests {
         pool_runs(&mut pooled, rows(1.5, 0.15, 0.01));
         let base = make_baseline(&pooled, &config(), &machine(KIND));
         for entries in base.experiments["exp"].points.values() {
-            let relative = &entries["fast"].relative;
+            let relative = entries["fast"].relative_on(KIND);
             assert_eq!(relative.len(), 10);
             assert!(
                 relative.iter().all(|&x| (x - 0.1).abs() < 1e-12),
@@ -1526,10 +1563,50 @@ mod tests {
         assert!(r.passed(), "{r}");
     }
 
+    /// A baseline from before each kind kept its own same-run ratios: one kind-less list per
+    /// entry (here `KIND`'s).
+    fn kind_less_baseline() -> Baseline {
+        let mut b = baseline();
+        for variants in b.experiments.get_mut("exp").unwrap().points.values_mut() {
+            for entry in variants.values_mut() {
+                let t = entry.timings.get_mut(KIND).unwrap();
+                entry.relative = std::mem::take(&mut t.relative);
+            }
+        }
+        b
+    }
+
     #[test]
-    fn another_machine_kind_falls_back_to_same_run_ratios() {
+    fn another_kinds_same_run_ratios_are_not_this_kinds_baseline() {
+        // `fast` twice as slow relative to `slow` on a kind the baseline has no times for:
+        // the ratios it holds are `KIND`'s, so nothing is timed, and the run says why.
         let other = "other | avx512f | 8 cpus";
         let r = report(&rows(1.0, 0.2, 0.01), &baseline(), other);
+        assert!(r.passed(), "{r}");
+        assert_eq!(r.coverage.timed, 0, "{r}");
+        assert_eq!(r.coverage.gated, 4, "{r}");
+        assert!(
+            r.notes.iter().any(|n| n.starts_with("4 entries not timed")),
+            "{r}"
+        );
+        // Recorded on that kind too, each kind is held to its own.
+        let mut both = baseline();
+        both.update(make_baseline(
+            &rows(1.0, 0.2, 0.01),
+            &config(),
+            &machine(other),
+        ));
+        assert!(report(&rows(1.0, 0.2, 0.01), &both, other).passed());
+        assert!(report(&rows(1.0, 0.1, 0.01), &both, KIND).passed());
+        let r = report(&rows(1.0, 0.4, 0.01), &both, other);
+        assert_eq!(r.regressions.len(), 2, "{r}");
+        assert!(r.regressions.iter().all(|x| x.contains("`fast`")), "{r}");
+    }
+
+    #[test]
+    fn another_machine_kind_falls_back_to_kind_less_same_run_ratios() {
+        let other = "other | avx512f | 8 cpus";
+        let r = report(&rows(1.0, 0.2, 0.01), &kind_less_baseline(), other);
         assert_eq!(r.regressions.len(), 2, "{r}");
         assert!(
             r.notes.iter().any(|n| n.contains("no times for this kind")),
@@ -1537,11 +1614,11 @@ mod tests {
         );
         // The reference is compared with the other variant of its point.
         assert_eq!(r.coverage.timed_by_ratio, 4);
-        let r = report(&rows(2.0, 0.1, 0.01), &baseline(), other);
+        let r = report(&rows(2.0, 0.1, 0.01), &kind_less_baseline(), other);
         assert_eq!(r.regressions.len(), 2, "{r}");
         assert!(r.regressions.iter().all(|x| x.contains("`slow`")), "{r}");
         // Everything 10x slower cannot be seen by ratios; the counters still gate the entries.
-        let r = report(&rows(10.0, 1.0, 0.01), &baseline(), other);
+        let r = report(&rows(10.0, 1.0, 0.01), &kind_less_baseline(), other);
         assert!(r.passed(), "{r}");
         assert_eq!(r.coverage.gated, 4);
     }

@@ -1663,6 +1663,7 @@ mod tests {
                 Timing {
                     normalized: vec![time, time * 1.002, time * 0.999],
                     median_wall_time_s: 0.05,
+                    relative: Vec::new(),
                 },
             )]),
             ..BaselineEntry::default()
