@@ -190,6 +190,7 @@ pub(crate) fn run_chunk<C: ContextRows>(
         &mut state.stats,
         shared.fma,
         shared.avx512,
+        shared.prefetch,
     );
     shared.advance(source.since_tick);
 }
@@ -205,6 +206,7 @@ fn run_stream_dispatch<S: WindowSource, C: ContextRows>(
     stats: &mut EpochStats,
     fma: bool,
     avx512: bool,
+    prefetch: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     if fma {
@@ -212,13 +214,15 @@ fn run_stream_dispatch<S: WindowSource, C: ContextRows>(
         // AVX-512F too.
         unsafe {
             run_stream_fma::<S, C>(
-                input, output, sigmoid, half, negative, source, stats, avx512,
+                input, output, sigmoid, half, negative, source, stats, avx512, prefetch,
             )
         };
         return;
     }
     let _ = fma;
-    run_stream::<false, S, C>(input, output, sigmoid, half, negative, source, stats, false)
+    run_stream::<false, S, C>(
+        input, output, sigmoid, half, negative, source, stats, false, prefetch,
+    )
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -233,9 +237,10 @@ unsafe fn run_stream_fma<S: WindowSource, C: ContextRows>(
     source: &mut S,
     stats: &mut EpochStats,
     avx512: bool,
+    prefetch: bool,
 ) {
     run_stream::<true, S, C>(
-        input, output, sigmoid, half, negative, source, stats, avx512,
+        input, output, sigmoid, half, negative, source, stats, avx512, prefetch,
     )
 }
 
@@ -355,9 +360,8 @@ struct Window<C> {
     sentences: Vec<u64>,
     /// The context rows.
     rows: C,
-    /// The window's targets, its contexts' and targets' rows side by side, the `n x m` errors,
-    /// one column of them and the contexts' updates (`n x d`).
-    targets: Vec<u32>,
+    /// The window's contexts' and targets' rows side by side, the `n x m` errors, one column
+    /// of them and the contexts' updates (`n x d`).
     batch_x: Vec<f32>,
     batch_y: Vec<f32>,
     s: Vec<f32>,
@@ -365,6 +369,42 @@ struct Window<C> {
     pending: Vec<f32>,
     /// Stream positions of the contexts in `batch_x`.
     contexts: Vec<usize>,
+}
+
+impl<C: ContextRows> Window<C> {
+    fn new(dim: usize, half: usize, negative: usize, avx512: bool) -> Self {
+        let slots = 2 * half + 1;
+        Window {
+            dim,
+            avx512,
+            slots,
+            words: vec![0; slots],
+            sentences: vec![0; slots],
+            rows: C::new(dim, half),
+            batch_x: vec![0.0; 2 * half * dim],
+            batch_y: vec![0.0; (negative + 1) * dim],
+            s: vec![0.0; 2 * half * (negative + 1)],
+            column: vec![0.0; 2 * half],
+            pending: vec![0.0; 2 * half * dim],
+            contexts: vec![0; 2 * half],
+        }
+    }
+
+    /// Stream position `pos` (word `w`, of sentence `sentence`) enters the window.
+    #[inline(always)]
+    fn enter(
+        &mut self,
+        pos: usize,
+        w: u32,
+        sentence: u64,
+        input: &HogwildMatrix,
+        stats: &mut EpochStats,
+    ) {
+        self.words[pos % self.slots] = w;
+        self.sentences[pos % self.slots] = sentence;
+        self.rows.enter(pos, w, input, stats);
+        stats.kept_words += 1;
+    }
 }
 
 impl<C> Window<C> {
@@ -384,52 +424,70 @@ fn run_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
     source: &mut S,
     stats: &mut EpochStats,
     avx512: bool,
+    prefetch: bool,
 ) {
-    let d = input.dim();
-    let slots = 2 * half + 1;
-    let mut win = Window {
-        dim: d,
-        avx512,
-        slots,
-        words: vec![0; slots],
-        sentences: vec![0; slots],
-        rows: C::new(d, half),
-        targets: Vec::with_capacity(negative + 1),
-        batch_x: vec![0.0; 2 * half * d],
-        batch_y: vec![0.0; (negative + 1) * d],
-        s: vec![0.0; 2 * half * (negative + 1)],
-        column: vec![0.0; 2 * half],
-        pending: vec![0.0; 2 * half * d],
-        contexts: vec![0; 2 * half],
-    };
+    let mut win = Window::<C>::new(input.dim(), half, negative, avx512);
+    // With `prefetch` (models past the L2), two windows in flight: the next window's word and
+    // targets are drawn, and their rows prefetched, before the window before it is computed,
+    // so that the rows' cache misses overlap its work. Every draw comes from the source in the
+    // order drawing window by window takes (the next kept word, then the targets and the rate
+    // of the window it completes), and the words enter and leave at the same points, so the
+    // numbers are those of drawing each window, then computing it, as without `prefetch`.
+    let mut targets = Vec::with_capacity(negative + 1);
+    let mut next_targets = Vec::with_capacity(negative + 1);
+    let mut next_alpha = None;
+    let mut next = source.next_word(stats).map(|w| (w, source.sentence()));
     let mut entered = 0usize;
     let mut left = 0usize;
-    while let Some(w) = source.next_word(stats) {
-        win.words[entered % slots] = w;
-        win.sentences[entered % slots] = source.sentence();
-        win.rows.enter(entered, w, input, stats);
-        stats.kept_words += 1;
+    while let Some((w, sentence)) = next {
+        win.enter(entered, w, sentence, input, stats);
         entered += 1;
-        if entered > half {
-            let center = entered - 1 - half;
-            window::<FMA, S, C>(
-                &mut win, center, entered, half, input, output, sigmoid, source, stats,
-            );
-            while left + half < center + 1 {
-                win.rows.leave(left, win.word(left), input, stats);
-                left += 1;
-            }
+        // The window this word completes, with its draws (made now unless drawn ahead).
+        let ready = entered
+            .checked_sub(half + 1)
+            .map(|center| match next_alpha.take() {
+                Some(alpha) => {
+                    std::mem::swap(&mut targets, &mut next_targets);
+                    (center, alpha)
+                }
+                None => (center, draw_window(source, win.word(center), &mut targets)),
+            });
+        next = source.next_word(stats).map(|w| (w, source.sentence()));
+        let Some((center, alpha)) = ready else {
+            continue;
+        };
+        if let Some((w, _)) = next.filter(|_| prefetch) {
+            // The window the next word completes is centered one position on.
+            next_alpha = Some(draw_window(source, win.word(center + 1), &mut next_targets));
+            input.prefetch(std::slice::from_ref(&w));
+            output.prefetch(&next_targets);
+        }
+        window::<FMA, C>(
+            &mut win, center, entered, half, &targets, alpha, input, output, sigmoid, stats,
+        );
+        while left + half < center + 1 {
+            win.rows.leave(left, win.word(left), input, stats);
+            left += 1;
         }
     }
     for center in entered.saturating_sub(half)..entered {
-        window::<FMA, S, C>(
-            &mut win, center, entered, half, input, output, sigmoid, source, stats,
+        let alpha = draw_window(source, win.word(center), &mut targets);
+        window::<FMA, C>(
+            &mut win, center, entered, half, &targets, alpha, input, output, sigmoid, stats,
         );
     }
     while left < entered {
         win.rows.leave(left, win.word(left), input, stats);
         left += 1;
     }
+}
+
+/// The targets of the window centered on `center` (the center word, then its negatives), and
+/// the learning rate it trains at.
+#[inline(always)]
+fn draw_window<S: WindowSource>(source: &mut S, center: u32, targets: &mut Vec<u32>) -> f32 {
+    source.targets(center, targets);
+    source.alpha()
 }
 
 /// Contexts `win.batch_x[..n]` against `targets`, all distinct: the logits, the errors
@@ -470,22 +528,20 @@ fn window_batch<const FMA: bool, C>(
 /// function's `target_feature`s, which turns `mul_add` into a libm call (measured 25x slower).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn window<const FMA: bool, S: WindowSource, C: ContextRows>(
+fn window<const FMA: bool, C: ContextRows>(
     win: &mut Window<C>,
     center: usize,
     entered: usize,
     half: usize,
+    targets: &[u32],
+    alpha: f32,
     input: &HogwildMatrix,
     output: &HogwildMatrix,
     sigmoid: &Sigmoid,
-    source: &mut S,
     stats: &mut EpochStats,
 ) {
     let lo = center.saturating_sub(half);
     let hi = (center + half).min(entered - 1);
-    let mut targets = std::mem::take(&mut win.targets);
-    source.targets(win.word(center), &mut targets);
-    let alpha = source.alpha();
     let d = win.dim;
     // The window's contexts side by side (from where `C` keeps them) and its targets' rows
     // (read from the model once): one batch of products, as in `gemm`.
@@ -524,7 +580,6 @@ fn window<const FMA: bool, S: WindowSource, C: ContextRows>(
     stats.context_pairs += n as u64;
     stats.traffic.output_rows_read += targets.len() as u64;
     stats.traffic.output_rows_written += targets.len() as u64;
-    win.targets = targets;
     for i in 0..n {
         let q = win.contexts[i];
         let w = win.word(q);
@@ -651,6 +706,155 @@ pub(crate) fn step_stream_on<C: ContextRows>(
         &mut stats,
         fma,
         fma && driver::cpu_has_avx512(),
+        // Prefetches change no number; on, the tests run the code large models run.
+        true,
     );
     stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A stream that logs every call made of it: words from a list, the sentence changing
+    /// every 7 words, and targets and a rate of their own for every window (from a count of
+    /// the windows drawn), so that a window computed with another's shows in the model.
+    struct Logged<'a> {
+        words: &'a [u32],
+        vocabulary: u32,
+        pos: usize,
+        windows: u32,
+        log: RefCell<Vec<String>>,
+    }
+
+    impl WindowSource for Logged<'_> {
+        fn next_word(&mut self, stats: &mut EpochStats) -> Option<u32> {
+            let w = self.words.get(self.pos).copied();
+            self.pos += usize::from(w.is_some());
+            stats.words += u64::from(w.is_some());
+            self.log.borrow_mut().push(format!("word {w:?}"));
+            w
+        }
+        fn sentence(&self) -> u64 {
+            self.log.borrow_mut().push("sentence".to_string());
+            self.pos as u64 / 7
+        }
+        fn targets(&mut self, center: u32, out: &mut Vec<u32>) {
+            self.windows += 1;
+            out.clear();
+            out.push(center);
+            // Three negatives, a repeat and the center itself among them now and then.
+            out.extend((0..3).map(|k| (self.windows * 5 + k * k) % self.vocabulary));
+            self.log
+                .borrow_mut()
+                .push(format!("targets {center} -> {out:?}"));
+        }
+        fn alpha(&self) -> f32 {
+            self.log.borrow_mut().push("alpha".to_string());
+            0.02 + 0.001 * (self.windows % 9) as f32
+        }
+    }
+
+    /// The loop before the windows were pipelined: each window drawn, then computed.
+    fn in_turn<C: ContextRows>(
+        input: &HogwildMatrix,
+        output: &HogwildMatrix,
+        half: usize,
+        source: &mut Logged,
+        stats: &mut EpochStats,
+    ) {
+        let sigmoid = Sigmoid::new();
+        let mut win = Window::<C>::new(input.dim(), half, 3, false);
+        let mut targets = Vec::new();
+        let (mut entered, mut left) = (0, 0);
+        while let Some(w) = source.next_word(stats) {
+            let sentence = source.sentence();
+            win.enter(entered, w, sentence, input, stats);
+            entered += 1;
+            if entered > half {
+                let center = entered - 1 - half;
+                let alpha = draw_window(source, win.word(center), &mut targets);
+                window::<false, C>(
+                    &mut win, center, entered, half, &targets, alpha, input, output, &sigmoid,
+                    stats,
+                );
+                while left + half < center + 1 {
+                    win.rows.leave(left, win.word(left), input, stats);
+                    left += 1;
+                }
+            }
+        }
+        for center in entered.saturating_sub(half)..entered {
+            let alpha = draw_window(source, win.word(center), &mut targets);
+            window::<false, C>(
+                &mut win, center, entered, half, &targets, alpha, input, output, &sigmoid, stats,
+            );
+        }
+        while left < entered {
+            win.rows.leave(left, win.word(left), input, stats);
+            left += 1;
+        }
+    }
+
+    fn pipelined_is_in_turn<C: ContextRows>() {
+        let (vocabulary, dim) = (23u32, 5);
+        let stream: Vec<u32> = (0..40u32).map(|i| (i * i + 3 * i) % vocabulary).collect();
+        for half in 1..=3 {
+            for len in [0, 1, 2, 3, 4, 7, 40] {
+                let start: Vec<f32> = (0..vocabulary as usize * dim)
+                    .map(|i| ((i * 37 % 101) as f32 - 50.0) / 200.0)
+                    .collect();
+                // `None`: the reference loop; `Some(prefetch)`: the stream.
+                let run = |mode: Option<bool>| {
+                    let (mut inp, mut out) = (start.clone(), start.clone());
+                    out.reverse();
+                    let mut source = Logged {
+                        words: &stream[..len],
+                        vocabulary,
+                        pos: 0,
+                        windows: 0,
+                        log: RefCell::new(Vec::new()),
+                    };
+                    let mut stats = EpochStats::default();
+                    {
+                        let input = HogwildMatrix::new(&mut inp, dim);
+                        let output = HogwildMatrix::new(&mut out, dim);
+                        if let Some(prefetch) = mode {
+                            let sigmoid = Sigmoid::new();
+                            run_stream::<false, _, C>(
+                                &input,
+                                &output,
+                                &sigmoid,
+                                half,
+                                3,
+                                &mut source,
+                                &mut stats,
+                                false,
+                                prefetch,
+                            );
+                        } else {
+                            in_turn::<C>(&input, &output, half, &mut source, &mut stats);
+                        }
+                    }
+                    (inp, out, stats, source.log.into_inner())
+                };
+                let want = run(None);
+                for prefetch in [true, false] {
+                    let (inp, out, stats, log) = run(Some(prefetch));
+                    let at = format!("half {half}, {len} words, prefetch {prefetch}");
+                    assert_eq!(log, want.3, "{at}: the calls");
+                    assert_eq!(stats, want.2, "{at}");
+                    assert!(inp == want.0 && out == want.1, "{at}: the models differ");
+                    assert_eq!(stats.pairs > 0, len > 1, "{at}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_pipelined_windows_draw_and_compute_what_windows_in_turn_do() {
+        pipelined_is_in_turn::<Ring>();
+        pipelined_is_in_turn::<crate::full_register::ModelRows>();
+    }
 }
