@@ -947,7 +947,7 @@ struct Gate<'a> {
     mismatched: BTreeSet<(&'a str, &'a str)>,
     /// Of them, the entries judged by their time per calibration alone.
     by_calibration_only: usize,
-    /// Entries with times and same-run ratios for other kinds of machine only.
+    /// Entries with times for other kinds of machine only.
     timed_elsewhere: usize,
 }
 
@@ -1053,7 +1053,7 @@ impl Gate<'_> {
         });
         let same_run = self.same_run_ratio(e, group, now);
         if calibrated.is_none() && same_run.is_none() {
-            if !e.then.timings.is_empty() {
+            if then_kind.is_none() && !e.then.timings.is_empty() {
                 // Timed on other kinds only, whose same-run ratios are not this kind's.
                 self.timed_elsewhere += 1;
             } else if e.variant == self.reference {
@@ -1601,6 +1601,32 @@ mod tests {
         let r = report(&rows(1.0, 0.4, 0.01), &both, other);
         assert_eq!(r.regressions.len(), 2, "{r}");
         assert!(r.regressions.iter().all(|x| x.contains("`fast`")), "{r}");
+    }
+
+    #[test]
+    fn this_kinds_times_with_nothing_to_compare_are_a_gap_not_another_kinds() {
+        // `fast` timed on `KIND`, but with neither its times per calibration nor its
+        // same-run ratios kept: the entry is not gated, and the run fails for it.
+        let mut b = baseline();
+        for variants in b.experiments.get_mut("exp").unwrap().points.values_mut() {
+            let t = variants
+                .get_mut("fast")
+                .unwrap()
+                .timings
+                .get_mut(KIND)
+                .unwrap();
+            t.normalized.clear();
+            t.relative.clear();
+        }
+        let r = report(&rows(1.0, 0.1, 0.01), &b, KIND);
+        assert!(!r.passed(), "{r}");
+        assert!(
+            r.gaps
+                .iter()
+                .any(|g| g.contains("`fast`") && g.contains("no times to compare")),
+            "{r}"
+        );
+        assert!(!r.notes.iter().any(|n| n.contains("not timed")), "{r}");
     }
 
     #[test]

@@ -369,6 +369,8 @@ struct Window<C> {
     pending: Vec<f32>,
     /// Stream positions of the contexts in `batch_x`.
     contexts: Vec<usize>,
+    /// The positions before this one have left the window.
+    left: usize,
 }
 
 impl<C: ContextRows> Window<C> {
@@ -387,6 +389,7 @@ impl<C: ContextRows> Window<C> {
             column: vec![0.0; 2 * half],
             pending: vec![0.0; 2 * half * dim],
             contexts: vec![0; 2 * half],
+            left: 0,
         }
     }
 
@@ -405,9 +408,17 @@ impl<C: ContextRows> Window<C> {
         self.rows.enter(pos, w, input, stats);
         stats.kept_words += 1;
     }
-}
 
-impl<C> Window<C> {
+    /// The positions before `end` that are still in the window leave it.
+    #[inline(always)]
+    fn leave_before(&mut self, end: usize, input: &HogwildMatrix, stats: &mut EpochStats) {
+        while self.left < end {
+            let w = self.word(self.left);
+            self.rows.leave(self.left, w, input, stats);
+            self.left += 1;
+        }
+    }
+
     fn word(&self, pos: usize) -> u32 {
         self.words[pos % self.slots]
     }
@@ -438,7 +449,6 @@ fn run_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
     let mut next_alpha = None;
     let mut next = source.next_word(stats).map(|w| (w, source.sentence()));
     let mut entered = 0usize;
-    let mut left = 0usize;
     while let Some((w, sentence)) = next {
         win.enter(entered, w, sentence, input, stats);
         entered += 1;
@@ -465,21 +475,43 @@ fn run_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
         window::<FMA, C>(
             &mut win, center, entered, half, &targets, alpha, input, output, sigmoid, stats,
         );
-        while left + half < center + 1 {
-            win.rows.leave(left, win.word(left), input, stats);
-            left += 1;
-        }
+        win.leave_before((center + 1).saturating_sub(half), input, stats);
     }
+    finish_stream::<FMA, S, C>(
+        &mut win,
+        entered,
+        half,
+        source,
+        &mut targets,
+        input,
+        output,
+        sigmoid,
+        stats,
+    );
+}
+
+/// After the stream's last word: the windows of the last `half` positions (each drawn, then
+/// computed: none follows them), then every position leaves.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn finish_stream<const FMA: bool, S: WindowSource, C: ContextRows>(
+    win: &mut Window<C>,
+    entered: usize,
+    half: usize,
+    source: &mut S,
+    targets: &mut Vec<u32>,
+    input: &HogwildMatrix,
+    output: &HogwildMatrix,
+    sigmoid: &Sigmoid,
+    stats: &mut EpochStats,
+) {
     for center in entered.saturating_sub(half)..entered {
-        let alpha = draw_window(source, win.word(center), &mut targets);
+        let alpha = draw_window(source, win.word(center), targets);
         window::<FMA, C>(
-            &mut win, center, entered, half, &targets, alpha, input, output, sigmoid, stats,
+            win, center, entered, half, targets, alpha, input, output, sigmoid, stats,
         );
     }
-    while left < entered {
-        win.rows.leave(left, win.word(left), input, stats);
-        left += 1;
-    }
+    win.leave_before(entered, input, stats);
 }
 
 /// The targets of the window centered on `center` (the center word, then its negatives), and
@@ -767,7 +799,7 @@ mod tests {
         let sigmoid = Sigmoid::new();
         let mut win = Window::<C>::new(input.dim(), half, 3, false);
         let mut targets = Vec::new();
-        let (mut entered, mut left) = (0, 0);
+        let mut entered = 0;
         while let Some(w) = source.next_word(stats) {
             let sentence = source.sentence();
             win.enter(entered, w, sentence, input, stats);
@@ -779,22 +811,20 @@ mod tests {
                     &mut win, center, entered, half, &targets, alpha, input, output, &sigmoid,
                     stats,
                 );
-                while left + half < center + 1 {
-                    win.rows.leave(left, win.word(left), input, stats);
-                    left += 1;
-                }
+                win.leave_before((center + 1).saturating_sub(half), input, stats);
             }
         }
-        for center in entered.saturating_sub(half)..entered {
-            let alpha = draw_window(source, win.word(center), &mut targets);
-            window::<false, C>(
-                &mut win, center, entered, half, &targets, alpha, input, output, &sigmoid, stats,
-            );
-        }
-        while left < entered {
-            win.rows.leave(left, win.word(left), input, stats);
-            left += 1;
-        }
+        finish_stream::<false, _, C>(
+            &mut win,
+            entered,
+            half,
+            source,
+            &mut targets,
+            input,
+            output,
+            &sigmoid,
+            stats,
+        );
     }
 
     fn pipelined_is_in_turn<C: ContextRows>() {
