@@ -342,6 +342,10 @@ impl Baseline {
     }
 }
 
+/// The counter a variant's working set is stored in (`parbench_common::work`'s
+/// `reuse_footprint_bytes`).
+const FOOTPRINT_METRIC: &str = "work_reuse_footprint_bytes";
+
 /// A core's L2 on the smallest of the machines parbench runs on (Zen 3: 512 KiB). A working set
 /// beyond it lives in the last-level cache, which the other tenants of a shared host use too.
 pub const PRIVATE_CACHE_BYTES: f64 = 512.0 * 1024.0;
@@ -373,6 +377,36 @@ pub fn unprotected_same_run_ratios(name: &str, exp: &ExperimentBaseline) -> Vec<
         .collect()
 }
 
+/// The largest working set a timed gate entry may have: one core's share of a 32 MiB
+/// last-level cache shared by 8 cores (Zen 3's and Zen 4's core complexes alike). Beyond it an
+/// entry's time depends on how much of that cache the host's other tenants hold at the moment,
+/// and entries of one workload depend on it by different amounts, so not even the same-run
+/// ratio cancels it: `gate_sinkhorn` at 3.3-7.9 MiB read doc-major / `sparse` over 1.31x and
+/// `fused` / `sparse` over 1.32x in six back-to-back unchanged runs (a CI drill missed `sparse`
+/// made 2x slower), within 1.11x once resized to 3.2 MiB at most.
+pub const CACHE_SHARE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
+
+/// The timed entries of `exp` whose working set (`work_reuse_footprint_bytes`) is beyond
+/// [`CACHE_SHARE_BYTES`], each described in a line.
+pub fn beyond_cache_share(name: &str, exp: &ExperimentBaseline) -> Vec<String> {
+    let mut found = Vec::new();
+    for (point, variants) in &exp.points {
+        for (variant, entry) in variants {
+            let Some(&own) = entry.counters.get(FOOTPRINT_METRIC) else {
+                continue;
+            };
+            if !entry.timings.is_empty() && own > CACHE_SHARE_BYTES {
+                found.push(format!(
+                    "{name} at {point}: `{variant}` works in {:.2} MiB, beyond a core's {:.0} MiB share of the last-level cache (make the workload longer by iterations, not larger)",
+                    own / 1048576.0,
+                    CACHE_SHARE_BYTES / 1048576.0
+                ));
+            }
+        }
+    }
+    found
+}
+
 /// A timed entry of [`unprotected_same_run_ratios`]: its point, variant, and its and its
 /// reference's working sets in bytes.
 struct FootprintMismatch<'a> {
@@ -384,17 +418,16 @@ struct FootprintMismatch<'a> {
 
 /// The entries [`unprotected_same_run_ratios`] describes.
 fn footprint_mismatches(exp: &ExperimentBaseline) -> Vec<FootprintMismatch<'_>> {
-    const FOOTPRINT: &str = "work_reuse_footprint_bytes";
     let mut found = Vec::new();
     for (point, variants) in &exp.points {
         let Some(reference) = variants
             .get(&exp.reference_variant)
-            .and_then(|e| e.counters.get(FOOTPRINT))
+            .and_then(|e| e.counters.get(FOOTPRINT_METRIC))
         else {
             continue;
         };
         for (variant, entry) in variants {
-            let Some(&own) = entry.counters.get(FOOTPRINT) else {
+            let Some(&own) = entry.counters.get(FOOTPRINT_METRIC) else {
                 continue;
             };
             if *variant == exp.reference_variant || entry.timings.is_empty() {
@@ -1432,11 +1465,11 @@ mod tests {
     /// why; everything 10x slower is still flagged, each entry.
     #[test]
     fn an_entry_in_another_cache_level_than_its_reference_is_judged_per_calibration_alone() {
-        const FOOTPRINT: &str = "work_reuse_footprint_bytes";
         let bytes = |variant: &str| if variant == "slow" { 0.5e6 } else { 9.6e6 };
         let with_footprints = |mut rows: Vec<ResultRow>| {
             for r in &mut rows {
-                r.metrics.insert(FOOTPRINT.to_string(), bytes(&r.variant));
+                r.metrics
+                    .insert(FOOTPRINT_METRIC.to_string(), bytes(&r.variant));
             }
             rows
         };
@@ -1448,7 +1481,7 @@ mod tests {
         );
         for variants in base.experiments.get_mut("exp").unwrap().points.values_mut() {
             for (variant, entry) in variants.iter_mut() {
-                entry.counters.insert(FOOTPRINT.to_string(), bytes(variant));
+                entry.counters.insert(FOOTPRINT_METRIC.to_string(), bytes(variant));
             }
         }
         assert_eq!(footprint_mismatches(&base.experiments["exp"]).len(), 2);
