@@ -1481,7 +1481,9 @@ mod tests {
         );
         for variants in base.experiments.get_mut("exp").unwrap().points.values_mut() {
             for (variant, entry) in variants.iter_mut() {
-                entry.counters.insert(FOOTPRINT_METRIC.to_string(), bytes(variant));
+                entry
+                    .counters
+                    .insert(FOOTPRINT_METRIC.to_string(), bytes(variant));
             }
         }
         assert_eq!(footprint_mismatches(&base.experiments["exp"]).len(), 2);
