@@ -33,7 +33,9 @@
 //!   An entry whose working set and its reference's sit in different levels of cache
 //!   ([`unprotected_same_run_ratios`]) is judged by the uniform rule alone when the baseline
 //!   has its times: another tenant's traffic in the shared last-level cache moves its same-run
-//!   ratio by itself. The check says how many were.
+//!   ratio by itself. The check says how many were. The gate's own workloads stay within a
+//!   core's share of that cache ([`beyond_cache_share`], held by a test on `gate.json`),
+//!   beyond which the neighbours' use of it moves an entry's time and its same-run ratios.
 //!
 //!   On a machine kind the baseline has no times for (the check says so), the same-run ratio is
 //!   compared alone.
