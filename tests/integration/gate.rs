@@ -410,17 +410,20 @@ fn every_timed_gate_workload_gives_each_variant_a_same_run_partner() {
 /// for `dense` against `sparse`, until that workload was resized into L2). And every timed entry
 /// works in at most a core's share of that cache ([`check::beyond_cache_share`]): beyond it the
 /// tenants move its time and its same-run ratios with it (`gate_sinkhorn` at 10000 documents,
-/// 7.9 MiB, did).
+/// 7.9 MiB, did). And every timed entry's median is well above the shortest time the check
+/// times ([`check::near_time_floor`]): `gate_fusedmm`'s `local`, recorded at 2.23 ms, read 2.0
+/// ms in an unchanged CI run and went ungated.
 #[test]
-fn committed_gate_entries_share_their_references_cache_level_within_a_cores_share() {
+fn committed_gate_entries_fit_the_cache_rules_and_are_long_enough_to_time() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/baselines/gate.json");
     let baseline = Baseline::load(&path).expect("the committed gate baseline");
     let mut checked = 0;
-    let (mut mismatched, mut beyond) = (Vec::new(), Vec::new());
+    let (mut mismatched, mut beyond, mut short) = (Vec::new(), Vec::new(), Vec::new());
     for (name, exp) in &baseline.experiments {
         checked += exp.points.values().map(|v| v.len()).sum::<usize>();
         mismatched.extend(check::unprotected_same_run_ratios(name, exp));
         beyond.extend(check::beyond_cache_share(name, exp));
+        short.extend(check::near_time_floor(name, exp));
     }
     assert!(checked > 40, "only {checked} entries in {}", path.display());
     assert!(
@@ -432,6 +435,11 @@ fn committed_gate_entries_share_their_references_cache_level_within_a_cores_shar
         beyond.is_empty(),
         "resize these gate workloads (longer by iterations, not larger):\n{}",
         beyond.join("\n")
+    );
+    assert!(
+        short.is_empty(),
+        "lengthen these gate workloads, whose next run may fall under the time the check times:\n{}",
+        short.join("\n")
     );
 }
 
@@ -478,6 +486,47 @@ fn the_footprint_rules_flag_only_a_mismatch_beyond_l2_and_a_working_set_beyond_a
     assert_eq!(flagged(7.9e6, 3.3e6, true), (0, 1));
     assert_eq!(flagged(7.9e6, 7.9e6, true), (0, 2));
     assert_eq!(flagged(4.0 * 1048576.0, 3.3e6, true), (0, 0));
+}
+
+/// The time-floor rule on hand-made entries: a median under 1.5x the 2 ms the check times is
+/// flagged on the kind that recorded it (one line per kind), at 1.5x or above, or untimed, not.
+#[test]
+fn the_time_floor_rule_flags_medians_under_its_margin_on_each_kind() {
+    use check::{BaselineEntry, ExperimentBaseline, Timing};
+    let flagged = |medians: &[f64]| {
+        let timings = medians
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| {
+                let timing = Timing {
+                    median_wall_time_s: m,
+                    ..Timing::default()
+                };
+                (format!("kind {i}"), timing)
+            })
+            .collect();
+        let entry = BaselineEntry {
+            timings,
+            ..BaselineEntry::default()
+        };
+        let exp = ExperimentBaseline {
+            reference_variant: "v".to_string(),
+            points: BTreeMap::from([("p".to_string(), BTreeMap::from([("v".to_string(), entry)]))]),
+            ..ExperimentBaseline::default()
+        };
+        check::near_time_floor("e", &exp)
+    };
+    let floor = check::MIN_TIME_MARGIN * check::DEFAULT_MIN_TIME_S;
+    assert_eq!(flagged(&[0.00223]).len(), 1);
+    let lines = flagged(&[0.0065, 0.0029, 0.001]);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].contains("kind 1") && lines[0].contains("2.900 ms"),
+        "{lines:?}"
+    );
+    assert!(lines[1].contains("kind 2"), "{lines:?}");
+    assert!(flagged(&[floor, 0.0033]).is_empty());
+    assert!(flagged(&[]).is_empty());
 }
 
 /// `gate count` under the real valgrind, three experiments at once: each gets its own counted
