@@ -333,7 +333,9 @@ pub fn measure_limits(quick: bool) -> Limits {
         (0.0, 0.0)
     };
     let (fma_1t, fma_iters) = measure_fma_1t(&plan);
-    let fma_all = in_pool(pool.as_ref(), || measure_fma_all(&plan, fma_iters));
+    // Scaling within what an all-core clock lower than a single core's explains.
+    let scaled = 0.75 * fma_1t * threads_all as f64;
+    let fma_all = in_pool(pool.as_ref(), || measure_fma_all(&plan, fma_iters, scaled));
     Limits {
         triad_gb_per_s_1t: triad_1t,
         triad_gb_per_s_all: triad_all,
@@ -557,19 +559,43 @@ fn measure_fma_1t(plan: &LimitsPlan) -> (f64, u64) {
     (best / 1e9, iters)
 }
 
-/// Best all-thread FMA rate (GFLOP/s); runs inside the measurement pool.
-fn measure_fma_all(plan: &LimitsPlan, iters: u64) -> f64 {
-    let mut best = 0.0_f64;
-    for _ in 0..plan.fma_passes {
+/// Passes of the all-thread FMA kernel taken beyond the plan's while the best is under
+/// `scaled` (about 0.2 s in quick mode, 0.7 s in full, and only where the threads do not scale).
+/// On the 2-vCPU hosts two threads' compute either scales about 1.8x or not at all, from one
+/// moment to the next (the host placing both vCPUs on one core's two hardware threads at times,
+/// the likeliest cause): a CI dry run's process read the all-thread peak at 125 GFLOP/s, its
+/// one-thread figure, where `parbench info` read 250 that morning, and every compute-bound
+/// two-thread row was judged against half the machine's peak (`doc-major` at "55%" of it).
+/// A peak is a maximum, so the best of more tries is the machine's.
+const FMA_ALL_EXTRA_PASSES: usize = 24;
+
+/// Best all-thread FMA rate (GFLOP/s); runs inside the measurement pool. Tries again, up to
+/// [`FMA_ALL_EXTRA_PASSES`] more times, while the rate is under `scaled` GFLOP/s.
+fn measure_fma_all(plan: &LimitsPlan, iters: u64, scaled: f64) -> f64 {
+    let passes = plan.fma_passes..plan.fma_passes + FMA_ALL_EXTRA_PASSES;
+    let best = best_until(passes, scaled * 1e9, || {
         let start = Instant::now();
         // `broadcast` runs the closure once on every thread of the current pool, together.
         let per_thread = rayon::broadcast(|_| fma_kernel(iters));
         let elapsed = start.elapsed().as_secs_f64().max(1e-9);
         let flops: f64 = per_thread.iter().map(|(f, _)| f).sum();
         black_box(per_thread);
-        best = best.max(flops / elapsed);
-    }
+        flops / elapsed
+    });
     best / 1e9
+}
+
+/// The best of `passes.start` readings of `pass`, and of more (up to `passes.end` in all) while
+/// the best is under `enough`.
+fn best_until(passes: std::ops::Range<usize>, enough: f64, mut pass: impl FnMut() -> f64) -> f64 {
+    let mut best = 0.0_f64;
+    for taken in 0..passes.end {
+        if taken >= passes.start && best >= enough {
+            break;
+        }
+        best = best.max(pass());
+    }
+    best
 }
 
 /// Runs `iters` rounds of 12-16 independent multiply-add chains; returns (flops done, a value
@@ -955,6 +981,25 @@ pub fn format_info(info: &MachineInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Readings of a peak that does not scale at first (125, 126), then does (250): the retry
+    /// finds the 250 and stops there; readings that never reach `enough` take every pass; and
+    /// where the first passes already reach it, no more are taken.
+    #[test]
+    fn the_all_thread_peak_is_retried_until_it_scales_or_the_passes_run_out() {
+        let run = |readings: &[f64], passes: std::ops::Range<usize>, enough: f64| {
+            let mut taken = 0;
+            let best = best_until(passes, enough, || {
+                taken += 1;
+                readings[(taken - 1) % readings.len()]
+            });
+            (best, taken)
+        };
+        assert_eq!(run(&[125.0, 126.0, 250.0, 240.0], 2..26, 215.0), (250.0, 3));
+        assert_eq!(run(&[125.0, 120.0], 2..26, 215.0), (125.0, 26));
+        assert_eq!(run(&[240.0, 230.0, 250.0], 2..26, 215.0), (240.0, 2));
+        assert_eq!(run(&[100.0], 0..0, 215.0), (0.0, 0));
+    }
 
     #[test]
     fn cache_sizes_parse_as_sysfs_writes_them() {
