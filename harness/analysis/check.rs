@@ -394,22 +394,18 @@ pub const CACHE_SHARE_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
 /// The timed entries of `exp` whose working set (`work_reuse_footprint_bytes`) is beyond
 /// [`CACHE_SHARE_BYTES`], each described in a line.
 pub fn beyond_cache_share(name: &str, exp: &ExperimentBaseline) -> Vec<String> {
-    let mut found = Vec::new();
-    for (point, variants) in &exp.points {
-        for (variant, entry) in variants {
-            let Some(&own) = entry.counters.get(FOOTPRINT_METRIC) else {
-                continue;
-            };
-            if !entry.timings.is_empty() && own > CACHE_SHARE_BYTES {
-                found.push(format!(
+    entries(exp)
+        .filter_map(|(point, variant, entry)| {
+            let own = *entry.counters.get(FOOTPRINT_METRIC)?;
+            (!entry.timings.is_empty() && own > CACHE_SHARE_BYTES).then(|| {
+                format!(
                     "{name} at {point}: `{variant}` works in {:.2} MiB, beyond a core's {:.0} MiB share of the last-level cache (make the workload longer by iterations, not larger)",
                     own / 1048576.0,
                     CACHE_SHARE_BYTES / 1048576.0
-                ));
-            }
-        }
-    }
-    found
+                )
+            })
+        })
+        .collect()
 }
 
 /// The timed entries of `exp` whose median on some kind is under [`MIN_TIME_MARGIN`] times
@@ -417,21 +413,30 @@ pub fn beyond_cache_share(name: &str, exp: &ExperimentBaseline) -> Vec<String> {
 /// would fall under the shortest time the check times, and the entry would go ungated.
 pub fn near_time_floor(name: &str, exp: &ExperimentBaseline) -> Vec<String> {
     let floor = MIN_TIME_MARGIN * DEFAULT_MIN_TIME_S;
-    let mut found = Vec::new();
-    for (point, variants) in &exp.points {
-        for (variant, entry) in variants {
-            for (kind, timing) in &entry.timings {
-                if timing.median_wall_time_s < floor {
-                    found.push(format!(
+    entries(exp)
+        .flat_map(|(point, variant, entry)| {
+            entry
+                .timings
+                .iter()
+                .filter(|(_, timing)| timing.median_wall_time_s < floor)
+                .map(move |(kind, timing)| {
+                    format!(
                         "{name} at {point}: `{variant}` has a median of {} ms on {kind}, under {MIN_TIME_MARGIN}x the {} ms the check times (make the workload longer)",
                         fmt_num(1e3 * timing.median_wall_time_s),
                         fmt_num(1e3 * DEFAULT_MIN_TIME_S)
-                    ));
-                }
-            }
-        }
-    }
-    found
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Every entry of `exp`: its point, its variant and the entry.
+fn entries(exp: &ExperimentBaseline) -> impl Iterator<Item = (&str, &str, &BaselineEntry)> {
+    exp.points.iter().flat_map(|(point, variants)| {
+        variants
+            .iter()
+            .map(move |(variant, entry)| (point.as_str(), variant.as_str(), entry))
+    })
 }
 
 /// A timed entry of [`unprotected_same_run_ratios`]: its point, variant, and its and its

@@ -392,11 +392,22 @@ fn measure_private_triad(
 
 /// The best rate, `bytes` over the quickest of `passes` timed runs of `pass`.
 fn best_rate(passes: usize, bytes: f64, mut pass: impl FnMut()) -> f64 {
-    let mut best = 0.0_f64;
-    for _ in 0..passes {
+    best_until(passes..passes, f64::INFINITY, || {
         let start = Instant::now();
         pass();
-        best = best.max(bytes / start.elapsed().as_secs_f64().max(1e-9));
+        bytes / start.elapsed().as_secs_f64().max(1e-9)
+    })
+}
+
+/// The best of `passes.start` readings of `pass`, and of more (up to `passes.end` in all) while
+/// the best is under `enough`.
+fn best_until(passes: std::ops::Range<usize>, enough: f64, mut pass: impl FnMut() -> f64) -> f64 {
+    let mut best = 0.0_f64;
+    for taken in 0..passes.end {
+        if taken >= passes.start && best >= enough {
+            break;
+        }
+        best = best.max(pass());
     }
     best
 }
@@ -549,13 +560,13 @@ fn measure_fma_1t(plan: &LimitsPlan) -> (f64, u64) {
         }
         iters *= 2;
     }
-    let mut best = 0.0_f64;
-    for _ in 0..plan.fma_passes {
+    let passes = plan.fma_passes..plan.fma_passes;
+    let best = best_until(passes, f64::INFINITY, || {
         let start = Instant::now();
         let (flops, sink) = fma_kernel(iters);
         black_box(sink);
-        best = best.max(flops / start.elapsed().as_secs_f64().max(1e-9));
-    }
+        flops / start.elapsed().as_secs_f64().max(1e-9)
+    });
     (best / 1e9, iters)
 }
 
@@ -583,19 +594,6 @@ fn measure_fma_all(plan: &LimitsPlan, iters: u64, scaled: f64) -> f64 {
         flops / elapsed
     });
     best / 1e9
-}
-
-/// The best of `passes.start` readings of `pass`, and of more (up to `passes.end` in all) while
-/// the best is under `enough`.
-fn best_until(passes: std::ops::Range<usize>, enough: f64, mut pass: impl FnMut() -> f64) -> f64 {
-    let mut best = 0.0_f64;
-    for taken in 0..passes.end {
-        if taken >= passes.start && best >= enough {
-            break;
-        }
-        best = best.max(pass());
-    }
-    best
 }
 
 /// Runs `iters` rounds of 12-16 independent multiply-add chains; returns (flops done, a value

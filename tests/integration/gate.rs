@@ -449,7 +449,7 @@ fn committed_gate_entries_fit_the_cache_rules_and_are_long_enough_to_time() {
 /// of the last-level cache whatever its reference works in; at 4 MiB, or untimed, it is not.
 #[test]
 fn the_footprint_rules_flag_only_a_mismatch_beyond_l2_and_a_working_set_beyond_a_cores_share() {
-    use check::{BaselineEntry, ExperimentBaseline, Timing};
+    use check::{BaselineEntry, Timing};
     let entry = |footprint: f64, timed: bool| BaselineEntry {
         counters: BTreeMap::from([("work_reuse_footprint_bytes".to_string(), footprint)]),
         timings: if timed {
@@ -460,17 +460,13 @@ fn the_footprint_rules_flag_only_a_mismatch_beyond_l2_and_a_working_set_beyond_a
         ..BaselineEntry::default()
     };
     let flagged = |variant: f64, reference: f64, timed: bool| {
-        let exp = ExperimentBaseline {
-            reference_variant: "ref".to_string(),
-            points: BTreeMap::from([(
-                "p".to_string(),
-                BTreeMap::from([
-                    ("ref".to_string(), entry(reference, true)),
-                    ("v".to_string(), entry(variant, timed)),
-                ]),
-            )]),
-            ..ExperimentBaseline::default()
-        };
+        let exp = one_point(
+            "ref",
+            [
+                ("ref", entry(reference, true)),
+                ("v", entry(variant, timed)),
+            ],
+        );
         (
             check::unprotected_same_run_ratios("e", &exp).len(),
             check::beyond_cache_share("e", &exp).len(),
@@ -488,11 +484,27 @@ fn the_footprint_rules_flag_only_a_mismatch_beyond_l2_and_a_working_set_beyond_a
     assert_eq!(flagged(4.0 * 1048576.0, 3.3e6, true), (0, 0));
 }
 
+/// A baseline experiment of one point (`p`) holding `entries`, `reference` its reference variant.
+fn one_point<const N: usize>(
+    reference: &str,
+    entries: [(&str, check::BaselineEntry); N],
+) -> check::ExperimentBaseline {
+    let variants = entries
+        .into_iter()
+        .map(|(v, e)| (v.to_string(), e))
+        .collect();
+    check::ExperimentBaseline {
+        reference_variant: reference.to_string(),
+        points: BTreeMap::from([("p".to_string(), variants)]),
+        ..check::ExperimentBaseline::default()
+    }
+}
+
 /// The time-floor rule on hand-made entries: a median under 1.5x the 2 ms the check times is
 /// flagged on the kind that recorded it (one line per kind), at 1.5x or above, or untimed, not.
 #[test]
 fn the_time_floor_rule_flags_medians_under_its_margin_on_each_kind() {
-    use check::{BaselineEntry, ExperimentBaseline, Timing};
+    use check::{BaselineEntry, Timing};
     let flagged = |medians: &[f64]| {
         let timings = medians
             .iter()
@@ -509,12 +521,7 @@ fn the_time_floor_rule_flags_medians_under_its_margin_on_each_kind() {
             timings,
             ..BaselineEntry::default()
         };
-        let exp = ExperimentBaseline {
-            reference_variant: "v".to_string(),
-            points: BTreeMap::from([("p".to_string(), BTreeMap::from([("v".to_string(), entry)]))]),
-            ..ExperimentBaseline::default()
-        };
-        check::near_time_floor("e", &exp)
+        check::near_time_floor("e", &one_point("v", [("v", entry)]))
     };
     let floor = check::MIN_TIME_MARGIN * check::DEFAULT_MIN_TIME_S;
     assert_eq!(flagged(&[0.00223]).len(), 1);
