@@ -15,3 +15,12 @@ pub fn criterion_home(target_tmpdir: &str) -> PathBuf {
             tmp.parent().unwrap_or(tmp).join("criterion")
         })
 }
+
+/// Criterion's settings for a crate's benches: reports where [`criterion_home`] says. Call it
+/// with the bench's `env!("CARGO_TARGET_TMPDIR")`.
+#[cfg(feature = "criterion")]
+pub fn criterion_config(target_tmpdir: &str) -> criterion::Criterion {
+    // `output_directory` (hidden from criterion's docs) sets what CRITERION_HOME sets in
+    // `Criterion::default`.
+    criterion::Criterion::default().output_directory(&criterion_home(target_tmpdir))
+}

@@ -59,19 +59,9 @@ fn paper(c: &mut Criterion) {
     bench_shape(c, "sinkhorn_paper_shape", &SyntheticSpec::paper(), true);
 }
 
-/// Criterion's settings for this bench: reports where
-/// [`parbench_common::bench::criterion_home`] says.
-fn config() -> Criterion {
-    // `output_directory` (hidden from criterion's docs) sets what CRITERION_HOME sets in
-    // `Criterion::default`.
-    Criterion::default().output_directory(&parbench_common::bench::criterion_home(env!(
-        "CARGO_TARGET_TMPDIR"
-    )))
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = parbench_common::bench::criterion_config(env!("CARGO_TARGET_TMPDIR"));
     targets = mid, paper
 }
 criterion_main!(benches);

@@ -16,8 +16,12 @@
 //! holding each document's `j`-th word, `VP` the query's `v_s` rounded up to 4 (zeros past
 //! `v_s`): 44 KB for 8 documents of 35 words at `v_s = 19` in f64, so the iterations read them
 //! from L1. The copy loads the block's rows of a slot a vector at a time and transposes them in
-//! registers (value by value, the copy cost more than the lanes saved), with the next block's
-//! rows prefetched into L2 while this one iterates. Each iteration takes the quotients of every
+//! registers (value by value, the copy cost more than the lanes saved). Nothing is prefetched:
+//! asking for the next block's thousand-odd lines at once, as this loop did, made it slower
+//! (Intel Xeon, one thread: 13.2-13.4 ms against 11.3-12.0 without, five alternated rounds; the
+//! AMD EPYC Zen 3 kind read level or faster without; `docs/results.md`, 2026-12-03, fourth
+//! session): the demand loads of the copy keep as many lines in flight as a core can hold.
+//! Each iteration takes the quotients of every
 //! slot (the query's `u` in registers, as many as fit), then the axpys (the sums in registers:
 //! all of them with AVX-512's 32 registers, 12 at a time with AVX2's 16, a pass over the block's
 //! slots each). They use `K` itself and multiply by `1 / r`
@@ -523,14 +527,9 @@ unsafe fn run_lanes<L: LaneVec, const VP: usize, const SUMS: usize>(
     let mut u = ZeroedBuf::<L::E>::zeroed(VP * vl);
     let mut x_new = ZeroedBuf::<L::E>::zeroed(VP * vl);
     let blocks: Vec<&[usize]> = order.chunks(vl).collect();
-    for (b, &docs) in blocks.iter().enumerate() {
+    for &docs in &blocks {
         // SAFETY: `L`'s instruction set (this function's contract).
         unsafe { block.gather::<L, VP>(task, docs) };
-        // The next block's rows are random lines of the kernel arrays: asked for now, they
-        // arrive in L2 while this block iterates.
-        if let Some(next) = blocks.get(b + 1) {
-            prefetch_rows(task, next);
-        }
         // Words past `v_s` stay 0 in `x` and `u`.
         x[..vs * vl].fill(start);
         u[..vs * vl].fill(L::E::ONE / start);
@@ -577,24 +576,6 @@ unsafe fn run_lanes<L: LaneVec, const VP: usize, const SUMS: usize>(
         }
     }
     Ok(stats)
-}
-
-/// Asks for the rows of `K` and `K .* M` that `docs`' words will read, into L2.
-fn prefetch_rows<E: Real>(task: &SolveDocs<'_, E>, docs: &[usize]) {
-    let bytes = task.kernels.vs * std::mem::size_of::<E>();
-    for &d in docs {
-        for &w in task.by_doc.row(d).0 {
-            let row = task.position[w as usize] as usize;
-            for r in [task.kernels.kt_row(row), task.kernels.km_row(row)] {
-                let p = r.as_ptr() as *const i8;
-                for offset in (0..bytes).step_by(64).chain([bytes - 1]) {
-                    // SAFETY: a prefetch reads nothing and faults on no address; the address
-                    // is inside the row anyway (`offset < bytes`).
-                    unsafe { _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(offset)) };
-                }
-            }
-        }
-    }
 }
 
 /// The lanes where `active` is true, as a mask.
