@@ -20,9 +20,10 @@
 //! asking for the next block's thousand-odd lines at once, as this loop did, made it slower
 //! (Intel Xeon, one thread: 13.2-13.4 ms against 11.3-12.0 without, five alternated rounds; the
 //! AMD EPYC Zen 3 kind read level or faster without; `docs/results.md`, 2026-12-03, fourth
-//! session): the demand loads of the copy keep as many lines in flight as a core can hold.
-//! Each iteration takes the quotients of every
-//! slot (the query's `u` in registers, as many as fit), then the axpys (the sums in registers:
+//! session). Without hardware counters the cause is not pinned down; the likely one is that a
+//! burst of prefetches holds the line-fill buffers the copy's own loads then wait for. Each
+//! iteration takes the quotients of every slot (the query's `u` in registers, as many as fit),
+//! then the axpys (the sums in registers:
 //! all of them with AVX-512's 32 registers, 12 at a time with AVX2's 16, a pass over the block's
 //! slots each). They use `K` itself and multiply by `1 / r`
 //! afterwards (`x_new = (sum_j q_j K_j) / r` is `sum_j q_j (K_j / r)`, rounded differently), as
