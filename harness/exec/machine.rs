@@ -393,10 +393,18 @@ fn measure_private_triad(
 /// The best rate, `bytes` over the quickest of `passes` timed runs of `pass`.
 fn best_rate(passes: usize, bytes: f64, mut pass: impl FnMut()) -> f64 {
     best_until(passes..passes, f64::INFINITY, || {
-        let start = Instant::now();
-        pass();
-        bytes / start.elapsed().as_secs_f64().max(1e-9)
+        rate(|| {
+            pass();
+            bytes
+        })
     })
+}
+
+/// What `work` did (the amount it returns) per second it took.
+fn rate(work: impl FnOnce() -> f64) -> f64 {
+    let start = Instant::now();
+    let amount = work();
+    amount / start.elapsed().as_secs_f64().max(1e-9)
 }
 
 /// The best of `passes.start` readings of `pass`, and of more (up to `passes.end` in all) while
@@ -562,10 +570,11 @@ fn measure_fma_1t(plan: &LimitsPlan) -> (f64, u64) {
     }
     let passes = plan.fma_passes..plan.fma_passes;
     let best = best_until(passes, f64::INFINITY, || {
-        let start = Instant::now();
-        let (flops, sink) = fma_kernel(iters);
-        black_box(sink);
-        flops / start.elapsed().as_secs_f64().max(1e-9)
+        rate(|| {
+            let (flops, sink) = fma_kernel(iters);
+            black_box(sink);
+            flops
+        })
     });
     (best / 1e9, iters)
 }
@@ -585,13 +594,13 @@ const FMA_ALL_EXTRA_PASSES: usize = 24;
 fn measure_fma_all(plan: &LimitsPlan, iters: u64, scaled: f64) -> f64 {
     let passes = plan.fma_passes..plan.fma_passes + FMA_ALL_EXTRA_PASSES;
     let best = best_until(passes, scaled * 1e9, || {
-        let start = Instant::now();
-        // `broadcast` runs the closure once on every thread of the current pool, together.
-        let per_thread = rayon::broadcast(|_| fma_kernel(iters));
-        let elapsed = start.elapsed().as_secs_f64().max(1e-9);
-        let flops: f64 = per_thread.iter().map(|(f, _)| f).sum();
-        black_box(per_thread);
-        flops / elapsed
+        rate(|| {
+            // `broadcast` runs the closure once on every thread of the current pool, together.
+            let per_thread = rayon::broadcast(|_| fma_kernel(iters));
+            let flops: f64 = per_thread.iter().map(|(f, _)| f).sum();
+            black_box(per_thread);
+            flops
+        })
     });
     best / 1e9
 }

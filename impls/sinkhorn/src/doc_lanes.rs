@@ -527,8 +527,7 @@ unsafe fn run_lanes<L: LaneVec, const VP: usize, const SUMS: usize>(
     let mut x = ZeroedBuf::<L::E>::zeroed(VP * vl);
     let mut u = ZeroedBuf::<L::E>::zeroed(VP * vl);
     let mut x_new = ZeroedBuf::<L::E>::zeroed(VP * vl);
-    let blocks: Vec<&[usize]> = order.chunks(vl).collect();
-    for &docs in &blocks {
+    for docs in order.chunks(vl) {
         // SAFETY: `L`'s instruction set (this function's contract).
         unsafe { block.gather::<L, VP>(task, docs) };
         // Words past `v_s` stay 0 in `x` and `u`.
