@@ -332,6 +332,11 @@ enum GateCommand {
         /// Directory for the runs.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// Repetitions of every variant in every experiment, in place of each experiment's
+        /// own (7 to 15): fewer make a quicker run whose verdicts rest on less evidence, so
+        /// they see only larger regressions.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        repetitions: Option<u32>,
     },
 }
 
@@ -515,8 +520,17 @@ fn dispatch(cli: Cli) -> Result<ExitCode> {
         } else {
             ExitCode::FAILURE
         }),
-        Command::Gate(GateCommand::Time { experiments, out }) => Ok(
-            if parbench::exec::gate::time(&experiments, &out, data_dir.as_deref())? {
+        Command::Gate(GateCommand::Time {
+            experiments,
+            out,
+            repetitions,
+        }) => Ok(
+            if parbench::exec::gate::time(
+                &experiments,
+                &out,
+                data_dir.as_deref(),
+                repetitions.map(|n| n as usize),
+            )? {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(EXIT_CLAIM_FAILED)

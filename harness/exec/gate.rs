@@ -81,10 +81,20 @@ fn build_plans(
 }
 
 /// Runs the experiments in `paths` natively, each into `out/<experiment>` (every plan is built
-/// first, so a bad file stops the command before anything runs). Returns whether every
-/// experiment's claims held.
-pub fn time(paths: &[PathBuf], out: &Path, data_dir: Option<&Path>) -> Result<bool> {
-    let (_, plans) = build_plans(paths, data_dir)?;
+/// first, so a bad file stops the command before anything runs), with `repetitions` in place of
+/// each experiment's own when given. Returns whether every experiment's claims held.
+pub fn time(
+    paths: &[PathBuf],
+    out: &Path,
+    data_dir: Option<&Path>,
+    repetitions: Option<usize>,
+) -> Result<bool> {
+    let (_, mut plans) = build_plans(paths, data_dir)?;
+    if let Some(n) = repetitions {
+        for plan in &mut plans {
+            plan.config.repetitions = n;
+        }
+    }
     let mut passed = true;
     for (i, plan) in plans.iter().enumerate() {
         eprintln!("[{}/{}] {}", i + 1, plans.len(), plan.config.name);
