@@ -50,6 +50,7 @@ use crate::metropolis::{prefetch_for_write, Priors, WordMajor};
 use crate::problem::{Control, IterationReport, LdaError, LdaOutput, LdaParams};
 use crate::{LdaSampler, Par};
 use parbench_common::Rng;
+use std::hint::select_unpredictable;
 
 /// Metropolis-Hastings steps per token and phase when not set (`steps` proposals accepted in
 /// each of the two phases of an iteration).
@@ -218,6 +219,43 @@ impl WarpSweep {
 fn run_phase(
     phase: &Phase<'_>,
     other: &mut [u32],
+    scratch: (&mut [u32], &mut Vec<u32>),
+    nk: &mut [u32],
+    priors: &Priors,
+    accept: bool,
+    rng: &mut Rng,
+) {
+    // The usual step counts get a copy of the loop each with the count a constant: the steps
+    // and proposals unroll and the spare half of each random draw is placed at compile time.
+    match priors.steps {
+        1 => phase_with_steps::<1>(phase, other, scratch, nk, priors, accept, rng),
+        2 => phase_with_steps::<2>(phase, other, scratch, nk, priors, accept, rng),
+        3 => phase_with_steps::<3>(phase, other, scratch, nk, priors, accept, rng),
+        4 => phase_with_steps::<4>(phase, other, scratch, nk, priors, accept, rng),
+        steps => phase_loop(steps, phase, other, scratch, nk, priors, accept, rng),
+    }
+}
+
+/// [`phase_loop`] at `STEPS` steps.
+fn phase_with_steps<const STEPS: usize>(
+    phase: &Phase<'_>,
+    other: &mut [u32],
+    scratch: (&mut [u32], &mut Vec<u32>),
+    nk: &mut [u32],
+    priors: &Priors,
+    accept: bool,
+    rng: &mut Rng,
+) {
+    phase_loop(STEPS, phase, other, scratch, nk, priors, accept, rng);
+}
+
+/// [`run_phase`]'s loop, `steps` being `priors.steps`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn phase_loop(
+    steps: usize,
+    phase: &Phase<'_>,
+    other: &mut [u32],
     (counts, topics): (&mut [u32], &mut Vec<u32>),
     nk: &mut [u32],
     priors: &Priors,
@@ -225,7 +263,7 @@ fn run_phase(
     rng: &mut Rng,
 ) {
     let k = priors.topics;
-    let steps = priors.steps;
+    debug_assert_eq!(steps, priors.steps);
     let stride = 1 + steps;
     let (prior, w_beta) = (phase.prior, priors.w_beta);
     // The unchecked reads below rely on these (topics in records are below K: the initial state
@@ -259,31 +297,24 @@ fn run_phase(
                 nk[s] -= 1;
                 // SAFETY: `s` and every proposal are topics below K (see the assert above), and
                 // `counts` and `nk` have K entries.
-                let (mut cs, mut ns) = unsafe {
-                    (
-                        *counts.get_unchecked(s) as f64 + prior,
-                        *nk.get_unchecked(s) as f64 + w_beta,
-                    )
+                let weight = |t: usize| unsafe {
+                    (*counts.get_unchecked(t) as f64 + prior)
+                        / (*nk.get_unchecked(t) as f64 + w_beta)
                 };
+                // The acceptance min(1, ct ns / (cs nt)) compares the proposal's weight ct / nt
+                // with the current one's: only the current weight carries over from step to
+                // step, and each proposal's division is off that chain. The selects are selects:
+                // the outcome is a coin flip no predictor learns (as a branch, 3.9% of the
+                // phase's samples sat on the jump after it), and on the weight one keeps the
+                // chain in vector registers (through integer masks it moved each weight to a
+                // general register and back, about a third of the phase's samples).
+                let mut ws = weight(s);
                 for &t in &record[1..] {
                     let t = t as usize;
-                    // SAFETY: as above.
-                    let (ct, nt) = unsafe {
-                        (
-                            *counts.get_unchecked(t) as f64 + prior,
-                            *nk.get_unchecked(t) as f64 + w_beta,
-                        )
-                    };
-                    // min(1, ct ns / (cs nt)) without the division. The selects are masks:
-                    // the outcome is a coin flip no predictor learns, and written as `if` the
-                    // compiler made it a branch (measured: 3.9% of the phase's samples on the
-                    // jump after it).
-                    let accepted = units.next(&mut stream) * cs * nt < ct * ns;
-                    let mask = u64::from(accepted).wrapping_neg();
-                    let pick = |old: u64, new: u64| old ^ ((old ^ new) & mask);
-                    s = pick(s as u64, t as u64) as usize;
-                    cs = f64::from_bits(pick(cs.to_bits(), ct.to_bits()));
-                    ns = f64::from_bits(pick(ns.to_bits(), nt.to_bits()));
+                    let wt = weight(t);
+                    let accepted = units.next(&mut stream) * ws < wt;
+                    s = select_unpredictable(accepted, t, s);
+                    ws = select_unpredictable(accepted, wt, ws);
                 }
                 counts[s] += 1;
                 nk[s] += 1;
